@@ -1,0 +1,90 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_ERROR_HPP
+#define COROLOCK_ERROR_HPP
+
+#include <boost/system/error_code.hpp>
+
+#include <iosfwd>
+#include <type_traits>
+
+namespace corolock {
+
+using error_code = boost::system::error_code;
+
+/// Every error corolock reports itself. Values start at 1 (0 means success).
+/// Group them with `condition` to test a kind of failure.
+enum class error {
+    // RESP3 wire format (condition::protocol_violation)
+    invalid_type_byte = 1, ///< a value starts with a byte that names no RESP3 type
+    invalid_length,        ///< a length or count is not a valid number
+    missing_crlf,          ///< a line or blob is not terminated by CRLF
+    invalid_number,        ///< an integer, double or boolean body is malformed
+    nesting_too_deep,      ///< aggregates nest deeper than parser_limits::max_depth
+    bulk_too_long,         ///< a blob is longer than parser_limits::max_bulk_length
+    aggregate_too_large,   ///< an aggregate has more elements than parser_limits::max_aggregate_size
+    streamed_not_supported, ///< a streamed string or aggregate (`$?`, `*?`); see doc/design.md
+    message_too_large,     ///< one reply exceeds connection_config::max_read_size
+    unexpected_reply,      ///< a reply has a shape the caller did not expect
+
+    // Server replies (condition::server_failure)
+    server_error, ///< the server answered with an error reply; its text is in the response
+    auth_failed,  ///< HELLO/AUTH was refused (wrong user or password)
+    wrong_type,   ///< a key exists with a type the operation cannot use (left untouched)
+
+    // Connection (condition::connection_failure)
+    not_connected,   ///< a request waited longer than connection_config::max_wait_for_connection
+    connection_lost, ///< the connection dropped after the request was written, before its reply
+    connect_timeout, ///< TCP/TLS connect or handshake took longer than connect_timeout
+    pong_timeout,    ///< the health check got no answer within its interval
+
+    // Arguments (condition::invalid_argument)
+    invalid_name,  ///< empty lock name
+    invalid_lease, ///< lease is zero, negative or too large
+    invalid_wait,  ///< negative wait time
+    invalid_argument, ///< any other argument out of range
+
+    // Locks
+    not_owner,            ///< released or extended a lock this object does not hold (lock_lost)
+    acquire_timeout,      ///< the wait deadline passed before the lock was free (lock_contention)
+    lease_lost,           ///< the lease expired or was taken while held (lock_lost)
+    operation_in_progress, ///< a second operation on one mutex object while one is running
+    stale_token,          ///< a fenced write was refused: a newer token exists (lock_lost)
+    max_hold_reached,     ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
+};
+
+/// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.
+enum class condition {
+    lock_contention = 1,
+    lock_lost,
+    connection_failure,
+    protocol_violation,
+    invalid_argument,
+    server_failure,
+};
+
+const boost::system::error_category& error_category() noexcept;
+const boost::system::error_category& condition_category() noexcept;
+
+inline error_code make_error_code(error e) noexcept {
+    return {static_cast<int>(e), error_category()};
+}
+inline boost::system::error_condition make_error_condition(condition c) noexcept {
+    return {static_cast<int>(c), condition_category()};
+}
+
+std::ostream& operator<<(std::ostream& os, error e);
+
+/// True when the error means the connection had to be re-established (the request's outcome on
+/// the server may be unknown).
+bool is_connection_error(const error_code& ec) noexcept;
+
+} // namespace corolock
+
+namespace boost::system {
+template <>
+struct is_error_code_enum<corolock::error> : std::true_type {};
+template <>
+struct is_error_condition_enum<corolock::condition> : std::true_type {};
+} // namespace boost::system
+
+#endif

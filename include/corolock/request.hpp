@@ -1,0 +1,103 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_REQUEST_HPP
+#define COROLOCK_REQUEST_HPP
+
+#include <corolock/resp3/serializer.hpp>
+
+#include <charconv>
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace corolock {
+
+namespace detail {
+
+// Arguments are strings (any type convertible to std::string_view) or integers.
+inline void add_arg(std::string& out, std::string_view s) { resp3::add_blob(out, s); }
+
+template <class T>
+    requires std::integral<T> && (!std::same_as<T, bool>) && (!std::same_as<T, char>)
+void add_arg(std::string& out, T value) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+    (void)ec; // 24 bytes hold any 64-bit integer
+    resp3::add_blob(out, std::string_view(buf, static_cast<std::size_t>(end - buf)));
+}
+
+// Commands whose RESP3 answer arrives as push frames, not as replies.
+bool is_subscription_command(std::string_view cmd) noexcept;
+
+} // namespace detail
+
+/// One or more Redis commands sent together (a pipeline). The payload is serialised when a
+/// command is pushed, so a request can be executed many times at no extra cost.
+///
+/// Replies to SUBSCRIBE-family commands arrive as RESP3 pushes, not replies: such commands add
+/// nothing to `expected_responses()`. Prefer `connection::subscribe`, which also re-subscribes
+/// after a reconnect.
+class request {
+public:
+    /// Appends `cmd args...`. Each argument is a string (binary-safe) or an integer.
+    template <class... Args>
+    void push(std::string_view cmd, const Args&... args) {
+        resp3::add_header(payload_, resp3::type::array, 1 + sizeof...(Args));
+        resp3::add_blob(payload_, cmd);
+        (detail::add_arg(payload_, args), ...);
+        count(cmd);
+    }
+
+    /// Appends `cmd [prefix] elements...` where the elements come from a range.
+    template <class Range>
+    void push_range(std::string_view cmd, const Range& range) {
+        push_range_impl(cmd, std::string_view{}, false, range);
+    }
+    template <class Range>
+    void push_range(std::string_view cmd, std::string_view prefix, const Range& range) {
+        push_range_impl(cmd, prefix, true, range);
+    }
+
+    /// Number of commands.
+    std::size_t size() const noexcept { return commands_; }
+    /// Number of replies the server will send (commands minus subscription commands).
+    std::size_t expected_responses() const noexcept { return expected_; }
+    bool empty() const noexcept { return commands_ == 0; }
+    /// The serialised commands.
+    std::string_view payload() const noexcept { return payload_; }
+
+    void clear() noexcept {
+        payload_.clear();
+        commands_ = expected_ = 0;
+    }
+    void reserve(std::size_t bytes) { payload_.reserve(bytes); }
+
+private:
+    template <class Range>
+    void push_range_impl(std::string_view cmd, std::string_view prefix, bool has_prefix,
+                         const Range& range) {
+        const auto n = static_cast<std::size_t>(std::distance(std::begin(range), std::end(range)));
+        resp3::add_header(payload_, resp3::type::array, 1 + (has_prefix ? 1 : 0) + n);
+        resp3::add_blob(payload_, cmd);
+        if (has_prefix)
+            resp3::add_blob(payload_, prefix);
+        for (const auto& e : range)
+            detail::add_arg(payload_, e);
+        count(cmd);
+    }
+    void count(std::string_view cmd) {
+        ++commands_;
+        if (!detail::is_subscription_command(cmd))
+            ++expected_;
+    }
+
+    std::string payload_;
+    std::size_t commands_ = 0;
+    std::size_t expected_ = 0;
+};
+
+} // namespace corolock
+
+#endif

@@ -1,0 +1,46 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_RESPONSE_HPP
+#define COROLOCK_RESPONSE_HPP
+
+#include <corolock/error.hpp>
+#include <corolock/resp3/type.hpp>
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+namespace corolock {
+
+/// Every node of every reply of a request, in order (pre-order within each reply; top-level
+/// nodes have depth 0). Error replies are kept as nodes with their text: an `async_exec` that
+/// gets a server error still succeeds, and the caller inspects the nodes.
+using generic_response = std::vector<resp3::node>;
+
+/// Discards the replies. An error reply fails the exec with `error::server_error`.
+struct ignore_t {};
+inline constexpr ignore_t ignore{};
+
+/// The first error reply in a response, or nullptr.
+const resp3::node* find_error(const generic_response& resp) noexcept;
+
+namespace detail {
+
+// Receives the nodes of a request's replies. `index` is the reply's position in the request.
+struct response_adapter {
+    void* target = nullptr;
+    void (*on_node)(void* target, std::size_t index, const resp3::node_view& n,
+                    error_code& ec) = nullptr;
+
+    void operator()(std::size_t index, const resp3::node_view& n, error_code& ec) const {
+        if (on_node)
+            on_node(target, index, n, ec);
+    }
+};
+
+response_adapter make_adapter(generic_response& resp) noexcept;
+response_adapter make_adapter(ignore_t) noexcept;
+
+} // namespace detail
+} // namespace corolock
+
+#endif

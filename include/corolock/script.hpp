@@ -1,0 +1,27 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SCRIPT_HPP
+#define COROLOCK_SCRIPT_HPP
+
+#include <string>
+#include <string_view>
+
+namespace corolock {
+
+/// A Lua script and its SHA1. `connection::async_eval` runs it with EVALSHA and, when the server
+/// answers NOSCRIPT (after SCRIPT FLUSH or a restart), once more with EVAL, which also caches it.
+class script {
+public:
+    explicit script(std::string source);
+
+    const std::string& source() const noexcept { return source_; }
+    /// 40 lowercase hex digits.
+    const std::string& sha1() const noexcept { return sha1_; }
+
+private:
+    std::string source_;
+    std::string sha1_;
+};
+
+} // namespace corolock
+
+#endif

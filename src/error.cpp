@@ -1,0 +1,122 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include <corolock/error.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace corolock {
+namespace {
+
+const char* describe(error e) noexcept {
+    switch (e) {
+    case error::invalid_type_byte: return "RESP3: unknown type byte";
+    case error::invalid_length: return "RESP3: malformed length";
+    case error::missing_crlf: return "RESP3: missing CRLF terminator";
+    case error::invalid_number: return "RESP3: malformed number, double or boolean";
+    case error::nesting_too_deep: return "RESP3: aggregates nested too deep";
+    case error::bulk_too_long: return "RESP3: blob longer than the limit";
+    case error::aggregate_too_large: return "RESP3: aggregate larger than the limit";
+    case error::streamed_not_supported: return "RESP3: streamed strings and aggregates are not supported";
+    case error::message_too_large: return "reply larger than max_read_size";
+    case error::unexpected_reply: return "reply of an unexpected type or shape";
+    case error::server_error: return "the server answered with an error";
+    case error::auth_failed: return "authentication failed (HELLO/AUTH refused)";
+    case error::wrong_type: return "a key of the wrong type exists at the lock's name";
+    case error::not_connected: return "not connected: the request waited too long for a connection";
+    case error::connection_lost: return "connection lost before the reply arrived (outcome unknown)";
+    case error::connect_timeout: return "connect timed out";
+    case error::pong_timeout: return "health check: no answer to PING in time";
+    case error::invalid_name: return "invalid lock name (empty)";
+    case error::invalid_lease: return "invalid lease (zero, negative or too large)";
+    case error::invalid_wait: return "invalid wait time (negative)";
+    case error::invalid_argument: return "invalid argument";
+    case error::not_owner: return "not the owner of the lock";
+    case error::acquire_timeout: return "the lock was not acquired before the wait deadline";
+    case error::lease_lost: return "the lease was lost";
+    case error::operation_in_progress: return "another operation is in progress on this lock object";
+    case error::stale_token: return "fenced write refused: a newer fencing token exists";
+    case error::max_hold_reached: return "the maximum hold time was reached";
+    }
+    return "unknown corolock error";
+}
+
+bool in(error e, error first, error last) noexcept {
+    return static_cast<int>(e) >= static_cast<int>(first) &&
+           static_cast<int>(e) <= static_cast<int>(last);
+}
+
+class error_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "corolock"; }
+    std::string message(int ev) const override { return describe(static_cast<error>(ev)); }
+    char const* message(int ev, char*, std::size_t) const noexcept override {
+        return describe(static_cast<error>(ev));
+    }
+    boost::system::error_condition default_error_condition(int ev) const noexcept override {
+        const auto e = static_cast<error>(ev);
+        if (in(e, error::invalid_type_byte, error::unexpected_reply))
+            return make_error_condition(condition::protocol_violation);
+        if (in(e, error::server_error, error::wrong_type))
+            return make_error_condition(condition::server_failure);
+        if (in(e, error::not_connected, error::pong_timeout))
+            return make_error_condition(condition::connection_failure);
+        if (in(e, error::invalid_name, error::invalid_argument))
+            return make_error_condition(condition::invalid_argument);
+        if (e == error::acquire_timeout)
+            return make_error_condition(condition::lock_contention);
+        if (e == error::not_owner || e == error::lease_lost || e == error::stale_token ||
+            e == error::max_hold_reached)
+            return make_error_condition(condition::lock_lost);
+        return {ev, *this};
+    }
+};
+
+class condition_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "corolock.condition"; }
+    std::string message(int ev) const override {
+        switch (static_cast<condition>(ev)) {
+        case condition::lock_contention: return "the lock is held by another owner";
+        case condition::lock_lost: return "the lock is not (or no longer) held";
+        case condition::connection_failure: return "connection failure";
+        case condition::protocol_violation: return "protocol violation";
+        case condition::invalid_argument: return "invalid argument";
+        case condition::server_failure: return "server failure";
+        }
+        return "unknown corolock condition";
+    }
+    bool equivalent(const boost::system::error_code& code, int cond) const noexcept override {
+        if (code.category() == error_category())
+            return code.default_error_condition() ==
+                   boost::system::error_condition(cond, *this);
+        // Socket-level failures are connection failures too.
+        if (static_cast<condition>(cond) == condition::connection_failure)
+            return code.category() == boost::asio::error::get_system_category() ||
+                   code.category() == boost::asio::error::get_misc_category() ||
+                   code.category() == boost::asio::error::get_netdb_category() ||
+                   code.category() == boost::asio::error::get_addrinfo_category();
+        return false;
+    }
+};
+
+} // namespace
+
+const boost::system::error_category& error_category() noexcept {
+    static const error_category_impl instance;
+    return instance;
+}
+
+const boost::system::error_category& condition_category() noexcept {
+    static const condition_category_impl instance;
+    return instance;
+}
+
+std::ostream& operator<<(std::ostream& os, error e) { return os << describe(e); }
+
+bool is_connection_error(const error_code& ec) noexcept {
+    return ec == condition::connection_failure;
+}
+
+} // namespace corolock
