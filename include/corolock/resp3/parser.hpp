@@ -65,6 +65,25 @@ private:
     bool pending_attribute_ = false; // a top-level attribute ended; its value follows
     // Elements still expected by each open aggregate, innermost last.
     std::array<std::size_t, parser_limits::max_depth_cap + 1> remaining_{};
+    // Whether each open aggregate is an attribute, which does not count in its parent.
+    std::array<bool, parser_limits::max_depth_cap + 1> is_attribute_{};
+    // Bytes after the type byte of the line at consumed_ already known to hold no CR or LF, so
+    // that a long line fed in small pieces is scanned once.
+    std::size_t scanned_ = 0;
+    // A blob whose header has been read and whose body has not fully arrived yet.
+    bool blob_pending_ = false;
+    type blob_type_ = type::blob_string;
+    std::size_t blob_body_ = 0; // offset of the body in the buffer
+    std::size_t blob_size_ = 0;
+
+    std::optional<node_view> parse_line(std::string_view buffer, type t, error_code& ec) noexcept;
+    std::optional<node_view> parse_blob_header(std::string_view buffer, type t,
+                                               error_code& ec) noexcept;
+    std::optional<node_view> parse_blob_body(std::string_view buffer, error_code& ec) noexcept;
+    std::optional<node_view> parse_aggregate(std::string_view buffer, type t,
+                                             error_code& ec) noexcept;
+    node_view emit(type t, std::size_t size, std::string_view value, std::size_t end) noexcept;
+    void complete(bool attribute) noexcept;
 };
 
 } // namespace corolock::resp3

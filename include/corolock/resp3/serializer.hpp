@@ -17,7 +17,9 @@ void add_header(std::string& out, type t, std::size_t size);
 void add_blob(std::string& out, std::string_view value);
 
 /// Appends a simple value of a non-aggregate type (`+OK\r\n`, `:12\r\n`, `$3\r\nabc\r\n`, ...):
-/// mostly for tests and fake servers. `value` must not contain CR or LF for line types.
+/// mostly for tests and fake servers. `value` must not contain CR or LF for line types; it is
+/// ignored for null and includes the `txt:` prefix for a verbatim string. Throws
+/// std::invalid_argument for an aggregate type (use add_header).
 void add_value(std::string& out, type t, std::string_view value);
 
 } // namespace corolock::resp3

@@ -54,6 +54,8 @@ std::ostream& operator<<(std::ostream& os, type t);
 /// One value of a reply, in pre-order. For aggregates `value` is empty and `aggregate_size` is the
 /// declared count (pairs for map and attribute); for the rest `aggregate_size` is 1.
 /// `depth` is 0 for the top-level value. Views point into the parser's input buffer.
+/// A verbatim string's value keeps its three-byte format and colon (`txt:hello`): callers that
+/// want the text skip four bytes, callers that forward the value lose nothing.
 struct node_view {
     type data_type = type::null;
     std::size_t aggregate_size = 0;
