@@ -11,33 +11,60 @@ namespace {
 
 const char* describe(error e) noexcept {
     switch (e) {
-    case error::invalid_type_byte: return "RESP3: unknown type byte";
-    case error::invalid_length: return "RESP3: malformed length";
-    case error::missing_crlf: return "RESP3: missing CRLF terminator";
-    case error::invalid_number: return "RESP3: malformed number, double or boolean";
-    case error::nesting_too_deep: return "RESP3: aggregates nested too deep";
-    case error::bulk_too_long: return "RESP3: blob longer than the limit";
-    case error::aggregate_too_large: return "RESP3: aggregate larger than the limit";
-    case error::streamed_not_supported: return "RESP3: streamed strings and aggregates are not supported";
-    case error::message_too_large: return "reply larger than max_read_size";
-    case error::unexpected_reply: return "reply of an unexpected type or shape";
-    case error::server_error: return "the server answered with an error";
-    case error::auth_failed: return "authentication failed (HELLO/AUTH refused)";
-    case error::wrong_type: return "a key of the wrong type exists at the lock's name";
-    case error::not_connected: return "not connected: the request waited too long for a connection";
-    case error::connection_lost: return "connection lost before the reply arrived (outcome unknown)";
-    case error::connect_timeout: return "connect timed out";
-    case error::pong_timeout: return "health check: no answer to PING in time";
-    case error::invalid_name: return "invalid lock name (empty)";
-    case error::invalid_lease: return "invalid lease (zero, negative or too large)";
-    case error::invalid_wait: return "invalid wait time (negative)";
-    case error::invalid_argument: return "invalid argument";
-    case error::not_owner: return "not the owner of the lock";
-    case error::acquire_timeout: return "the lock was not acquired before the wait deadline";
-    case error::lease_lost: return "the lease was lost";
-    case error::operation_in_progress: return "another operation is in progress on this lock object";
-    case error::stale_token: return "fenced write refused: a newer fencing token exists";
-    case error::max_hold_reached: return "the maximum hold time was reached";
+    case error::invalid_type_byte:
+        return "RESP3: unknown type byte";
+    case error::invalid_length:
+        return "RESP3: malformed length";
+    case error::missing_crlf:
+        return "RESP3: missing CRLF terminator";
+    case error::invalid_number:
+        return "RESP3: malformed number, double or boolean";
+    case error::nesting_too_deep:
+        return "RESP3: aggregates nested too deep";
+    case error::bulk_too_long:
+        return "RESP3: blob longer than the limit";
+    case error::aggregate_too_large:
+        return "RESP3: aggregate larger than the limit";
+    case error::streamed_not_supported:
+        return "RESP3: streamed strings and aggregates are not supported";
+    case error::message_too_large:
+        return "reply larger than max_read_size";
+    case error::unexpected_reply:
+        return "reply of an unexpected type or shape";
+    case error::server_error:
+        return "the server answered with an error";
+    case error::auth_failed:
+        return "authentication failed (HELLO/AUTH refused)";
+    case error::wrong_type:
+        return "a key of the wrong type exists at the lock's name";
+    case error::not_connected:
+        return "not connected: the request waited too long for a connection";
+    case error::connection_lost:
+        return "connection lost before the reply arrived (outcome unknown)";
+    case error::connect_timeout:
+        return "connect timed out";
+    case error::pong_timeout:
+        return "health check: no answer to PING in time";
+    case error::invalid_name:
+        return "invalid lock name (empty)";
+    case error::invalid_lease:
+        return "invalid lease (zero, negative or too large)";
+    case error::invalid_wait:
+        return "invalid wait time (negative)";
+    case error::invalid_argument:
+        return "invalid argument";
+    case error::not_owner:
+        return "not the owner of the lock";
+    case error::acquire_timeout:
+        return "the lock was not acquired before the wait deadline";
+    case error::lease_lost:
+        return "the lease was lost";
+    case error::operation_in_progress:
+        return "another operation is in progress on this lock object";
+    case error::stale_token:
+        return "fenced write refused: a newer fencing token exists";
+    case error::max_hold_reached:
+        return "the maximum hold time was reached";
     }
     return "unknown corolock error";
 }
@@ -78,19 +105,24 @@ public:
     const char* name() const noexcept override { return "corolock.condition"; }
     std::string message(int ev) const override {
         switch (static_cast<condition>(ev)) {
-        case condition::lock_contention: return "the lock is held by another owner";
-        case condition::lock_lost: return "the lock is not (or no longer) held";
-        case condition::connection_failure: return "connection failure";
-        case condition::protocol_violation: return "protocol violation";
-        case condition::invalid_argument: return "invalid argument";
-        case condition::server_failure: return "server failure";
+        case condition::lock_contention:
+            return "the lock is held by another owner";
+        case condition::lock_lost:
+            return "the lock is not (or no longer) held";
+        case condition::connection_failure:
+            return "connection failure";
+        case condition::protocol_violation:
+            return "protocol violation";
+        case condition::invalid_argument:
+            return "invalid argument";
+        case condition::server_failure:
+            return "server failure";
         }
         return "unknown corolock condition";
     }
     bool equivalent(const boost::system::error_code& code, int cond) const noexcept override {
-        if (code.category() == error_category())
-            return code.default_error_condition() ==
-                   boost::system::error_condition(cond, *this);
+        if (code.category() == corolock::error_category())
+            return code.default_error_condition() == boost::system::error_condition(cond, *this);
         // Socket-level failures are connection failures too.
         if (static_cast<condition>(cond) == condition::connection_failure)
             return code.category() == boost::asio::error::get_system_category() ||
@@ -113,7 +145,13 @@ const boost::system::error_category& condition_category() noexcept {
     return instance;
 }
 
-std::ostream& operator<<(std::ostream& os, error e) { return os << describe(e); }
+std::ostream& operator<<(std::ostream& os, error e) {
+    return os << describe(e);
+}
+
+std::ostream& operator<<(std::ostream& os, condition c) {
+    return os << condition_category().message(static_cast<int>(c));
+}
 
 bool is_connection_error(const error_code& ec) noexcept {
     return ec == condition::connection_failure;

@@ -16,11 +16,16 @@ void logger::log(level l, std::string_view msg) const {
 
 std::ostream& operator<<(std::ostream& os, logger::level l) {
     switch (l) {
-    case logger::level::off: return os << "off";
-    case logger::level::error: return os << "error";
-    case logger::level::warning: return os << "warning";
-    case logger::level::info: return os << "info";
-    case logger::level::debug: return os << "debug";
+    case logger::level::off:
+        return os << "off";
+    case logger::level::error:
+        return os << "error";
+    case logger::level::warning:
+        return os << "warning";
+    case logger::level::info:
+        return os << "info";
+    case logger::level::debug:
+        return os << "debug";
     }
     return os << "level(" << static_cast<int>(l) << ')';
 }

@@ -2,7 +2,6 @@
 #include <corolock/script.hpp>
 
 #include <openssl/evp.h>
-
 #include <stdexcept>
 
 namespace corolock {

@@ -41,14 +41,14 @@ struct message {
 
 /// Counters of a connection since it was constructed.
 struct connection_stats {
-    std::uint64_t commands = 0;      ///< commands written
-    std::uint64_t writes = 0;        ///< socket writes (one write carries many requests)
+    std::uint64_t commands = 0; ///< commands written
+    std::uint64_t writes = 0;   ///< socket writes (one write carries many requests)
     std::uint64_t bytes_written = 0;
     std::uint64_t bytes_read = 0;
-    std::uint64_t replies = 0;       ///< replies matched to requests
-    std::uint64_t pushes = 0;        ///< RESP3 push frames received
+    std::uint64_t replies = 0;        ///< replies matched to requests
+    std::uint64_t pushes = 0;         ///< RESP3 push frames received
     std::uint64_t pushes_dropped = 0; ///< messages dropped because a subscriber fell behind
-    std::uint64_t connects = 0;      ///< successful connections (the first one included)
+    std::uint64_t connects = 0;       ///< successful connections (the first one included)
 };
 
 /// A subscription to one pub/sub channel, made by `connection::subscribe`. While it lives,
@@ -127,8 +127,8 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_run(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, connection* self) { self->async_run_impl(std::move(handler)); },
-            token, this);
+            [](auto handler, connection* self) { self->async_run_impl(std::move(handler)); }, token,
+            this);
     }
 
     /// Sends a request (queued, pipelined with every other request queued meanwhile, replies

@@ -21,10 +21,10 @@ enum class error {
     invalid_number,        ///< an integer, double or boolean body is malformed
     nesting_too_deep,      ///< aggregates nest deeper than parser_limits::max_depth
     bulk_too_long,         ///< a blob is longer than parser_limits::max_bulk_length
-    aggregate_too_large,   ///< an aggregate has more elements than parser_limits::max_aggregate_size
+    aggregate_too_large, ///< an aggregate has more elements than parser_limits::max_aggregate_size
     streamed_not_supported, ///< a streamed string or aggregate (`$?`, `*?`); see doc/design.md
-    message_too_large,     ///< one reply exceeds connection_config::max_read_size
-    unexpected_reply,      ///< a reply has a shape the caller did not expect
+    message_too_large,      ///< one reply exceeds connection_config::max_read_size
+    unexpected_reply,       ///< a reply has a shape the caller did not expect
 
     // Server replies (condition::server_failure)
     server_error, ///< the server answered with an error reply; its text is in the response
@@ -38,18 +38,18 @@ enum class error {
     pong_timeout,    ///< the health check got no answer within its interval
 
     // Arguments (condition::invalid_argument)
-    invalid_name,  ///< empty lock name
-    invalid_lease, ///< lease is zero, negative or too large
-    invalid_wait,  ///< negative wait time
+    invalid_name,     ///< empty lock name
+    invalid_lease,    ///< lease is zero, negative or too large
+    invalid_wait,     ///< negative wait time
     invalid_argument, ///< any other argument out of range
 
     // Locks
-    not_owner,            ///< released or extended a lock this object does not hold (lock_lost)
-    acquire_timeout,      ///< the wait deadline passed before the lock was free (lock_contention)
-    lease_lost,           ///< the lease expired or was taken while held (lock_lost)
+    not_owner,             ///< released or extended a lock this object does not hold (lock_lost)
+    acquire_timeout,       ///< the wait deadline passed before the lock was free (lock_contention)
+    lease_lost,            ///< the lease expired or was taken while held (lock_lost)
     operation_in_progress, ///< a second operation on one mutex object while one is running
-    stale_token,          ///< a fenced write was refused: a newer token exists (lock_lost)
-    max_hold_reached,     ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
+    stale_token,           ///< a fenced write was refused: a newer token exists (lock_lost)
+    max_hold_reached,      ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.
@@ -73,6 +73,7 @@ inline boost::system::error_condition make_error_condition(condition c) noexcept
 }
 
 std::ostream& operator<<(std::ostream& os, error e);
+std::ostream& operator<<(std::ostream& os, condition c);
 
 /// True when the error means the connection had to be re-established (the request's outcome on
 /// the server may be unknown).

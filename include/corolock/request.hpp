@@ -17,11 +17,13 @@ namespace corolock {
 namespace detail {
 
 // Arguments are strings (any type convertible to std::string_view) or integers.
-inline void add_arg(std::string& out, std::string_view s) { resp3::add_blob(out, s); }
+inline void add_arg(std::string& out, std::string_view s) {
+    resp3::add_blob(out, s);
+}
 
 template <class T>
-    requires std::integral<T> && (!std::same_as<T, bool>) && (!std::same_as<T, char>)
-void add_arg(std::string& out, T value) {
+requires std::integral<T> &&
+    (!std::same_as<T, bool>)&&(!std::same_as<T, char>)void add_arg(std::string& out, T value) {
     char buf[24];
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
     (void)ec; // 24 bytes hold any 64-bit integer
@@ -30,6 +32,9 @@ void add_arg(std::string& out, T value) {
 
 // Commands whose RESP3 answer arrives as push frames, not as replies.
 bool is_subscription_command(std::string_view cmd) noexcept;
+
+// Raw access for the connection (EVALSHA/EVAL rewriting).
+struct request_access;
 
 } // namespace detail
 
@@ -75,6 +80,8 @@ public:
     void reserve(std::size_t bytes) { payload_.reserve(bytes); }
 
 private:
+    friend struct detail::request_access;
+
     template <class Range>
     void push_range_impl(std::string_view cmd, std::string_view prefix, bool has_prefix,
                          const Range& range) {

@@ -1,0 +1,161 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SRC_DETAIL_CONNECTION_IMPL_HPP
+#define COROLOCK_SRC_DETAIL_CONNECTION_IMPL_HPP
+
+#include "backoff.hpp"
+#include "multiplexer.hpp"
+#include <corolock/connection.hpp>
+#include <corolock/resp3/parser.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+namespace corolock::detail {
+
+// Receives pub/sub messages of one channel, on the connection's strand. Must not block.
+class push_listener {
+public:
+    virtual ~push_listener() = default;
+    virtual void on_message(std::string_view channel, std::string_view payload) = 0;
+    // The connection was re-established and its subscriptions re-issued: messages published
+    // while it was down are lost, so state that waits for one should re-check.
+    virtual void on_reconnect() {}
+    // The connection stopped for good (async_run ended).
+    virtual void on_stop() {}
+};
+
+// The byte stream under a connection: TCP, TLS over TCP, or a unix socket.
+class stream {
+public:
+    using tcp_socket = boost::asio::ip::tcp::socket;
+    using tls_stream = boost::asio::ssl::stream<tcp_socket>;
+    using unix_socket = boost::asio::local::stream_protocol::socket;
+    using io_result = std::tuple<error_code, std::size_t>;
+
+    boost::asio::awaitable<io_result> read_some(boost::asio::mutable_buffer b);
+    boost::asio::awaitable<io_result> write(boost::asio::const_buffer b);
+    boost::asio::awaitable<error_code> connect(const connection_config& cfg,
+                                               boost::asio::ssl::context* tls,
+                                               const boost::asio::any_io_executor& ex);
+    void close() noexcept;
+
+private:
+    std::variant<std::monostate, tcp_socket, tls_stream, unix_socket> s_;
+};
+
+// A growable byte buffer: [0, pos_) consumed, [pos_, end_) unread, [end_, size) free.
+class read_buffer {
+public:
+    std::string_view unread() const noexcept { return {data_.data() + pos_, end_ - pos_}; }
+    void consume(std::size_t n) noexcept { pos_ += n; }
+    // Free space for the next read, moving unread bytes to the front first.
+    boost::asio::mutable_buffer prepare(std::size_t min_free);
+    void commit(std::size_t n) noexcept { end_ += n; }
+    void clear() noexcept { pos_ = end_ = 0; }
+
+private:
+    std::vector<char> data_;
+    std::size_t pos_ = 0;
+    std::size_t end_ = 0;
+};
+
+class connection_impl : public std::enable_shared_from_this<connection_impl> {
+public:
+    using clock = std::chrono::steady_clock;
+
+    connection_impl(boost::asio::any_io_executor ex, boost::asio::ssl::context* tls,
+                    connection_config cfg, logger log);
+
+    const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }
+    const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept {
+        return strand_;
+    }
+    const connection_config& config() const noexcept { return cfg_; }
+    const logger& log() const noexcept { return log_; }
+
+    // --- called on any thread
+    void start_run(boost::asio::any_completion_handler<void(error_code)> handler);
+    void stop();
+    bool is_connected() const noexcept { return connected_flag_.load(std::memory_order_relaxed); }
+    connection_stats stats() const noexcept;
+    // Queues an entry (posts to the strand).
+    void submit(std::shared_ptr<exec_entry> e);
+
+    // --- strand only
+    void add_entry(std::shared_ptr<exec_entry> e);
+    void cancel_entry(const std::shared_ptr<exec_entry>& e) { mpx_.cancel(e); }
+    void add_listener(const std::string& channel, std::shared_ptr<push_listener> l);
+    void remove_listener(const std::string& channel, const push_listener* l);
+    std::size_t push_buffer_size() const noexcept { return cfg_.push_buffer_size; }
+    void count_dropped_push() noexcept { pushes_dropped_.fetch_add(1, std::memory_order_relaxed); }
+
+    // Lock layers keep per-connection state here (created on first use, on the strand).
+    std::shared_ptr<void>& lock_service() noexcept { return lock_service_; }
+
+private:
+    boost::asio::awaitable<error_code> run();
+    boost::asio::awaitable<error_code> connect_once();
+    boost::asio::awaitable<error_code> handshake();
+    boost::asio::awaitable<error_code> reader();
+    boost::asio::awaitable<error_code> writer();
+    boost::asio::awaitable<error_code> health_check();
+    boost::asio::awaitable<void> reaper();
+    error_code process_input();
+    void on_push_complete();
+    void on_connected();
+    void on_disconnected(error_code ec);
+    void notify_writer() { writer_timer_.cancel(); }
+    void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,
+                         bool front);
+
+    boost::asio::any_io_executor user_ex_;
+    boost::asio::strand<boost::asio::any_io_executor> strand_;
+    boost::asio::ssl::context* tls_;
+    connection_config cfg_;
+    logger log_;
+
+    multiplexer mpx_;
+    stream stream_;
+    read_buffer rbuf_;
+    resp3::parser parser_;
+    enum class route { none, reply, push } route_ = route::none;
+    bool in_attribute_ = false;
+    std::vector<resp3::node> push_nodes_;
+
+    boost::asio::steady_timer writer_timer_;
+    boost::asio::steady_timer reaper_timer_;
+    boost::asio::steady_timer sleep_timer_;
+    boost::asio::cancellation_signal run_signal_;
+    bool running_ = false;
+    bool stopping_ = false;
+    bool stopped_ = false; // async_run ended or cancel() before it started: requests fail at once
+    error_code last_connect_error_;
+    bool connected_ = false;
+    std::atomic<bool> connected_flag_{false};
+    std::minstd_rand rng_;
+
+    std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
+    std::shared_ptr<void> lock_service_;
+
+    std::atomic<std::uint64_t> commands_{0}, writes_{0}, bytes_written_{0}, bytes_read_{0},
+        replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0};
+};
+
+} // namespace corolock::detail
+
+#endif

@@ -1,0 +1,113 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SRC_DETAIL_MULTIPLEXER_HPP
+#define COROLOCK_SRC_DETAIL_MULTIPLEXER_HPP
+
+#include <corolock/error.hpp>
+#include <corolock/resp3/type.hpp>
+#include <corolock/response.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::detail {
+
+// One request on its way through the connection. The I/O layer derives from it to hold the
+// completion handler; tests derive from it to record completions.
+class exec_entry {
+public:
+    using clock = std::chrono::steady_clock;
+
+    exec_entry(std::string_view payload, std::size_t commands, std::size_t expected,
+               response_adapter adapter, clock::time_point enqueued = clock::now()) noexcept
+        : payload_(payload), commands_(commands), expected_(expected), adapter_(adapter),
+          enqueued_(enqueued) {}
+    virtual ~exec_entry() = default;
+    exec_entry(const exec_entry&) = delete;
+    exec_entry& operator=(const exec_entry&) = delete;
+
+    bool completed() const noexcept { return completed_; }
+    bool written() const noexcept { return written_; }
+    clock::time_point enqueued() const noexcept { return enqueued_; }
+
+protected:
+    // Called exactly once, after the multiplexer has let go of the entry's state.
+    virtual void on_complete(error_code ec, std::size_t bytes_read) = 0;
+
+private:
+    friend class multiplexer;
+    void complete(error_code ec) {
+        if (completed_)
+            return;
+        completed_ = true;
+        on_complete(ec, bytes_read_);
+    }
+
+    std::string_view payload_; // valid until the entry completes
+    std::size_t commands_;
+    std::size_t expected_;
+    response_adapter adapter_;
+    clock::time_point enqueued_;
+    std::size_t replies_ = 0;
+    std::size_t bytes_read_ = 0;
+    error_code adapter_ec_;
+    bool written_ = false;
+    bool completed_ = false; // a cancelled written entry completes before its reply arrives
+};
+
+// The request queue and reply matching of one connection, with no I/O: requests wait, are
+// coalesced into one write buffer, and are answered in FIFO order. Pure and single-threaded (the
+// connection calls it on its strand).
+class multiplexer {
+public:
+    using entry_ptr = std::shared_ptr<exec_entry>;
+
+    // Queues a request behind every other waiting one.
+    void add(entry_ptr e);
+    // Queues a request ahead of every waiting one (re-subscription after a reconnect).
+    void add_front(entry_ptr e);
+
+    bool has_waiting() const noexcept { return !waiting_.empty(); }
+    std::size_t waiting() const noexcept { return waiting_.size(); }
+    std::size_t in_flight() const noexcept { return in_flight_.size(); }
+    std::optional<exec_entry::clock::time_point> oldest_waiting() const noexcept;
+
+    // Moves every waiting request into one write buffer; `commands` gets their command count.
+    // The view is valid until the next call.
+    std::string_view prepare_write(std::size_t& commands);
+    // The write succeeded: requests that expect no reply (subscriptions) complete now.
+    void commit_write();
+
+    // A node of a reply (pushes never come here). Fails when no request awaits a reply,
+    // which means the stream is out of step with the queue and the connection must be dropped.
+    error_code on_node(const resp3::node_view& n);
+    // The reply whose nodes were just fed is complete; `bytes` is its size on the wire.
+    void on_reply_end(std::size_t bytes);
+
+    // Cancels one request. Waiting: removed, completes with operation_aborted. Written: completes
+    // with operation_aborted now; its reply will still be read and dropped. Returns false when it
+    // had already completed.
+    bool cancel(const entry_ptr& e);
+
+    // The connection dropped: every written request fails with `ec`; waiting ones stay.
+    void on_connection_lost(error_code ec);
+    // Fails waiting requests queued at or before `deadline`.
+    void fail_waiting_before(exec_entry::clock::time_point deadline, error_code ec);
+    // Fails everything.
+    void fail_all(error_code ec);
+
+private:
+    std::deque<entry_ptr> waiting_;
+    std::deque<entry_ptr> in_flight_; // written, awaiting replies, in order
+    std::vector<entry_ptr> no_reply_; // written in the current buffer, expecting no reply
+    std::string buffer_;
+};
+
+} // namespace corolock::detail
+
+#endif

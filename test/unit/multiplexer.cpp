@@ -1,0 +1,207 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "detail/multiplexer.hpp"
+
+#include <corolock/request.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <memory>
+#include <vector>
+
+using corolock::error;
+using corolock::error_code;
+using corolock::generic_response;
+using corolock::request;
+using corolock::detail::exec_entry;
+using corolock::detail::multiplexer;
+namespace resp3 = corolock::resp3;
+
+namespace {
+
+// Records its completion instead of calling a handler.
+class recorder final : public exec_entry {
+public:
+    recorder(const request& req, generic_response& resp, clock::time_point t = clock::now())
+        : exec_entry(req.payload(), req.size(), req.expected_responses(),
+                     corolock::detail::make_adapter(resp), t) {}
+
+    int calls = 0;
+    error_code ec;
+    std::size_t bytes = 0;
+
+private:
+    void on_complete(error_code e, std::size_t n) override {
+        ++calls;
+        ec = e;
+        bytes = n;
+    }
+};
+
+resp3::node_view simple(std::string_view v) {
+    return {resp3::type::simple_string, 1, 0, v};
+}
+
+struct fixture {
+    multiplexer mpx;
+    request get_a, get_b, sub;
+    generic_response ra, rb, rs;
+    fixture() {
+        get_a.push("GET", "a");
+        get_b.push("GET", "b");
+        get_b.push("GET", "c");
+        sub.push("SUBSCRIBE", "chan");
+    }
+    std::shared_ptr<recorder> make(const request& r, generic_response& resp) {
+        return std::make_shared<recorder>(r, resp);
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(multiplexer_suite)
+
+BOOST_FIXTURE_TEST_CASE(coalesces_waiting_requests_into_one_write, fixture) {
+    auto a = make(get_a, ra), b = make(get_b, rb);
+    mpx.add(a);
+    mpx.add(b);
+    std::size_t commands = 0;
+    auto buf = mpx.prepare_write(commands);
+    BOOST_TEST(commands == 3u);
+    BOOST_TEST(buf == std::string(get_a.payload()) + std::string(get_b.payload()));
+    BOOST_TEST(!mpx.has_waiting());
+    BOOST_TEST(mpx.in_flight() == 2u);
+}
+
+BOOST_FIXTURE_TEST_CASE(replies_match_in_fifo_order, fixture) {
+    auto a = make(get_a, ra), b = make(get_b, rb);
+    mpx.add(a);
+    mpx.add(b);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    mpx.commit_write();
+    BOOST_TEST(!mpx.on_node(simple("A")));
+    mpx.on_reply_end(4);
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(b->calls == 0);
+    BOOST_TEST(!mpx.on_node(simple("B")));
+    mpx.on_reply_end(4);
+    BOOST_TEST(b->calls == 0); // two commands, one reply so far
+    BOOST_TEST(!mpx.on_node(simple("C")));
+    mpx.on_reply_end(4);
+    BOOST_TEST(b->calls == 1);
+    BOOST_TEST(b->bytes == 8u);
+    BOOST_REQUIRE(ra.size() == 1u);
+    BOOST_TEST(ra[0].value == "A");
+    BOOST_REQUIRE(rb.size() == 2u);
+    BOOST_TEST(rb[1].value == "C");
+}
+
+BOOST_FIXTURE_TEST_CASE(unsolicited_reply_is_an_error, fixture) {
+    BOOST_TEST(mpx.on_node(simple("X")) == error::unexpected_reply);
+}
+
+BOOST_FIXTURE_TEST_CASE(subscription_completes_after_the_write, fixture) {
+    auto s = make(sub, rs), a = make(get_a, ra);
+    mpx.add(s);
+    mpx.add(a);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    BOOST_TEST(s->calls == 0);
+    mpx.commit_write();
+    BOOST_TEST(s->calls == 1);
+    BOOST_TEST(!s->ec);
+    BOOST_TEST(mpx.in_flight() == 1u); // only GET awaits a reply
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_waiting_removes_it, fixture) {
+    auto a = make(get_a, ra), b = make(get_b, rb);
+    mpx.add(a);
+    mpx.add(b);
+    BOOST_TEST(mpx.cancel(a));
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(a->ec == boost::asio::error::operation_aborted);
+    std::size_t commands = 0;
+    BOOST_TEST(mpx.prepare_write(commands) == get_b.payload());
+    BOOST_TEST(!mpx.cancel(a)); // already completed
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_written_drops_its_reply_and_keeps_order, fixture) {
+    auto a = make(get_a, ra), b = make(get_b, rb);
+    mpx.add(a);
+    mpx.add(b);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    mpx.commit_write();
+    BOOST_TEST(mpx.cancel(a));
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(!mpx.on_node(simple("A"))); // a's reply: dropped
+    mpx.on_reply_end(4);
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(ra.empty());
+    BOOST_TEST(!mpx.on_node(simple("B")));
+    mpx.on_reply_end(4);
+    BOOST_TEST(!mpx.on_node(simple("C")));
+    mpx.on_reply_end(4);
+    BOOST_TEST(b->calls == 1);
+    BOOST_REQUIRE(rb.size() == 2u);
+    BOOST_TEST(rb[0].value == "B");
+}
+
+BOOST_FIXTURE_TEST_CASE(connection_loss_fails_written_keeps_waiting, fixture) {
+    auto a = make(get_a, ra), b = make(get_b, rb);
+    mpx.add(a);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    mpx.commit_write();
+    mpx.add(b);
+    mpx.on_connection_lost(error::connection_lost);
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(a->ec == error::connection_lost);
+    BOOST_TEST(b->calls == 0);
+    BOOST_TEST(mpx.waiting() == 1u);
+    BOOST_TEST(mpx.in_flight() == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(waiting_requests_expire, fixture) {
+    const auto t0 = exec_entry::clock::now();
+    auto a = std::make_shared<recorder>(get_a, ra, t0);
+    auto b = std::make_shared<recorder>(get_b, rb, t0 + std::chrono::seconds(10));
+    mpx.add(a);
+    mpx.add(b);
+    BOOST_TEST((mpx.oldest_waiting() == t0));
+    mpx.fail_waiting_before(t0 + std::chrono::seconds(1), error::not_connected);
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(a->ec == error::not_connected);
+    BOOST_TEST(b->calls == 0);
+    mpx.fail_all(boost::asio::error::operation_aborted);
+    BOOST_TEST(b->ec == boost::asio::error::operation_aborted);
+}
+
+BOOST_FIXTURE_TEST_CASE(add_front_goes_first, fixture) {
+    auto a = make(get_a, ra), s = make(sub, rs);
+    mpx.add(a);
+    mpx.add_front(s);
+    std::size_t commands = 0;
+    BOOST_TEST(mpx.prepare_write(commands) ==
+               std::string(sub.payload()) + std::string(get_a.payload()));
+}
+
+BOOST_FIXTURE_TEST_CASE(ignore_turns_error_reply_into_server_error, fixture) {
+    struct ign final : exec_entry {
+        explicit ign(const request& r)
+            : exec_entry(r.payload(), r.size(), r.expected_responses(),
+                         corolock::detail::make_adapter(corolock::ignore)) {}
+        error_code ec;
+        void on_complete(error_code e, std::size_t) override { ec = e; }
+    };
+    auto e = std::make_shared<ign>(get_a);
+    mpx.add(e);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    BOOST_TEST(!mpx.on_node({resp3::type::simple_error, 1, 0, "ERR boom"}));
+    mpx.on_reply_end(11);
+    BOOST_TEST(e->ec == error::server_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
