@@ -1,0 +1,146 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "common/coro_test.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace corolock::test {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+constexpr auto drain_grace = std::chrono::seconds(5);
+
+std::string describe(const std::exception_ptr& e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        return ex.what();
+    } catch (...) {
+        return "an exception not derived from std::exception";
+    }
+}
+
+long long to_ms(clock_type::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+// Shared with the completion handler, which may outlive this call if the body never finishes.
+struct test_state {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool body_done = false;
+    clock_type::time_point done_at;
+    std::exception_ptr body_error;
+    unsigned runners_left = 0;
+    bool timed_out = false;
+    std::vector<std::string> run_errors;
+};
+
+} // namespace
+
+void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<void> body,
+                        clock_type::duration timeout, unsigned threads, drain_check drain) {
+    threads = std::max(threads, 1u);
+    auto state = std::make_shared<test_state>();
+    state->runners_left = threads;
+    auto started = clock_type::now();
+
+    ioc.restart();
+    boost::asio::co_spawn(ioc, std::move(body), [state, &ioc, drain](std::exception_ptr e) {
+        {
+            std::lock_guard lock(state->mutex);
+            state->body_done = true;
+            state->done_at = clock_type::now();
+            state->body_error = e;
+        }
+        state->changed.notify_all();
+        if (drain == drain_check::off) {
+            ioc.stop();
+        }
+    });
+
+    auto run = [state, &ioc] {
+        for (;;) {
+            try {
+                ioc.run();
+                break;
+            } catch (...) {
+                std::lock_guard lock(state->mutex);
+                state->run_errors.push_back(describe(std::current_exception()));
+            }
+        }
+        {
+            std::lock_guard lock(state->mutex);
+            --state->runners_left;
+        }
+        state->changed.notify_all();
+    };
+
+    // The watchdog stops the io_context at the deadline: the body's, or once the body is done,
+    // the drain's.
+    std::thread watchdog([state, &ioc, started, timeout] {
+        std::unique_lock lock(state->mutex);
+        for (;;) {
+            if (state->runners_left == 0) {
+                return;
+            }
+            auto deadline = started + timeout;
+            if (state->body_done) {
+                deadline = std::min(deadline, state->done_at + drain_grace);
+            }
+            if (state->changed.wait_until(lock, deadline) == std::cv_status::timeout &&
+                state->runners_left != 0 && clock_type::now() >= deadline) {
+                state->timed_out = true;
+                ioc.stop();
+                return;
+            }
+        }
+    });
+
+    std::vector<std::thread> helpers;
+    for (unsigned i = 1; i < threads; ++i) {
+        helpers.emplace_back(run);
+    }
+    run();
+    for (auto& t : helpers) {
+        t.join();
+    }
+    watchdog.join();
+
+    // Every other thread has been joined: the state is ours alone from here on.
+    for (const auto& what : state->run_errors) {
+        BOOST_ERROR("exception escaped io_context::run: " << what);
+    }
+    auto elapsed = to_ms(clock_type::now() - started);
+    if (!state->body_done) {
+        if (state->timed_out) {
+            BOOST_FAIL("coroutine test did not finish within " << to_ms(timeout) << " ms");
+        }
+        if (drain == drain_check::on) {
+            BOOST_FAIL("io_context ran out of work after "
+                       << elapsed << " ms while the test body was still suspended "
+                       << "(a completion handler was dropped?)");
+        }
+        BOOST_FAIL("io_context stopped after " << elapsed
+                                               << " ms while the test body was still suspended");
+    }
+    if (state->body_error) {
+        BOOST_FAIL("coroutine test body threw: " << describe(state->body_error));
+    }
+    if (drain == drain_check::on && state->timed_out) {
+        BOOST_ERROR("io_context did not drain after the test body finished (work still pending "
+                    << elapsed << " ms after the start)");
+    }
+}
+
+} // namespace corolock::test

@@ -1,0 +1,630 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "common/redis_process.hpp"
+
+#include <arpa/inet.h>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <system_error>
+#include <thread>
+#include <unistd.h>
+#include <utility>
+
+namespace corolock::test {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto ready_timeout = 5s;
+constexpr auto stop_grace = 2s;
+constexpr auto same_port_retry = 2s;
+constexpr int fresh_port_attempts = 10;
+
+// ---------------------------------------------------------------------------------------------
+// Every live child, so that an exit or a fatal signal can kill them. Plain atomics rather than
+// a locked container because the signal handler may only touch lock-free state.
+
+std::array<std::atomic<pid_t>, 256> children{};
+
+void register_child(pid_t pid) {
+    for (auto& slot : children) {
+        pid_t expected = 0;
+        if (slot.compare_exchange_strong(expected, pid)) {
+            return;
+        }
+    }
+    // More than 256 live servers: still correct, only without the crash safety net.
+}
+
+void unregister_child(pid_t pid) {
+    for (auto& slot : children) {
+        pid_t expected = pid;
+        if (slot.compare_exchange_strong(expected, 0)) {
+            return;
+        }
+    }
+}
+
+void kill_children_at_exit() {
+    for (auto& slot : children) {
+        if (pid_t pid = slot.exchange(0); pid > 0) {
+            ::kill(pid, SIGKILL);
+            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+}
+
+constexpr std::array<int, 3> fatal_signals{SIGINT, SIGTERM, SIGABRT};
+std::array<struct sigaction, NSIG> previous_actions{};
+
+extern "C" void kill_children_on_signal(int sig) {
+    int saved_errno = errno;
+    for (auto& slot : children) {
+        if (pid_t pid = slot.load(); pid > 0) {
+            ::kill(pid, SIGKILL);
+        }
+    }
+    // Hand the signal on to whoever was there before us (by default: terminate). It is blocked
+    // while we run, so it is delivered again as soon as we return.
+    ::sigaction(sig, &previous_actions[sig], nullptr);
+    ::raise(sig);
+    errno = saved_errno;
+}
+
+// At load time rather than on the first start(): Boost.Test saves and restores the SIGABRT
+// action around each test case, which would drop a handler installed from inside a test.
+bool install_safety_net() {
+    std::atexit(kill_children_at_exit);
+    for (int sig : fatal_signals) {
+        struct sigaction action {};
+        action.sa_handler = kill_children_on_signal;
+        sigemptyset(&action.sa_mask);
+        action.sa_flags = SA_RESTART;
+        ::sigaction(sig, &action, &previous_actions[sig]);
+    }
+    return true;
+}
+
+[[maybe_unused]] const bool safety_net_installed = install_safety_net();
+
+// ---------------------------------------------------------------------------------------------
+// Blocking-with-deadline socket helpers.
+
+[[noreturn]] void throw_errno(const char* what) {
+    throw std::system_error(errno, std::generic_category(), what);
+}
+
+[[noreturn]] void throw_timeout(const char* what) {
+    throw std::system_error(std::make_error_code(std::errc::timed_out), what);
+}
+
+class socket_fd {
+public:
+    explicit socket_fd(int fd) : fd_(fd) {}
+    ~socket_fd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    socket_fd(socket_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    socket_fd& operator=(socket_fd&&) = delete;
+    int get() const noexcept { return fd_; }
+
+private:
+    int fd_;
+};
+
+sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return addr;
+}
+
+std::uint16_t pick_free_port() {
+    socket_fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) {
+        throw_errno("socket");
+    }
+    auto addr = loopback(0);
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+        throw_errno("bind 127.0.0.1:0");
+    }
+    socklen_t len = sizeof addr;
+    if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
+        throw_errno("getsockname");
+    }
+    return ntohs(addr.sin_port);
+}
+
+// Waits for events on fd until deadline; throws on timeout.
+void wait_for(int fd, short events, clock_type::time_point deadline, const char* what) {
+    for (;;) {
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+        if (left <= 0ms) {
+            throw_timeout(what);
+        }
+        pollfd p{fd, events, 0};
+        int n = ::poll(&p, 1, static_cast<int>(left.count()) + 1);
+        if (n > 0) {
+            return;
+        }
+        if (n < 0 && errno != EINTR) {
+            throw_errno("poll");
+        }
+    }
+}
+
+socket_fd connect_loopback(std::uint16_t port, clock_type::time_point deadline) {
+    socket_fd s(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) {
+        throw_errno("socket");
+    }
+    auto addr = loopback(port);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+        if (errno != EINPROGRESS) {
+            throw_errno("connect");
+        }
+        wait_for(s.get(), POLLOUT, deadline, "connect timed out");
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+            throw std::system_error(err, std::generic_category(), "connect");
+        }
+    }
+    return s;
+}
+
+void send_all(int fd, std::string_view data, clock_type::time_point deadline) {
+    while (!data.empty()) {
+        ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+            data.remove_prefix(static_cast<std::size_t>(n));
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            wait_for(fd, POLLOUT, deadline, "send timed out");
+        } else if (n < 0 && errno != EINTR) {
+            throw_errno("send");
+        }
+    }
+}
+
+// Where the RESP value starting at pos ends, or npos if buf does not hold all of it yet.
+std::size_t reply_end(std::string_view buf, std::size_t pos) {
+    constexpr auto npos = std::string_view::npos;
+    if (pos >= buf.size()) {
+        return npos;
+    }
+    auto eol = buf.find("\r\n", pos);
+    if (eol == npos) {
+        return npos;
+    }
+    auto after_line = eol + 2;
+    char type = buf[pos];
+    auto number = [&] {
+        try {
+            return std::stoll(std::string(buf.substr(pos + 1, eol - pos - 1)));
+        } catch (const std::exception&) {
+            throw std::runtime_error("malformed RESP length in reply: " + std::string(buf));
+        }
+    };
+    switch (type) {
+    case '$':
+    case '!':
+    case '=': {
+        auto len = number();
+        if (len < 0) {
+            return after_line;
+        }
+        auto end = after_line + static_cast<std::size_t>(len) + 2;
+        return end <= buf.size() ? end : npos;
+    }
+    case '*':
+    case '~':
+    case '>':
+    case '%':
+    case '|': {
+        auto count = number();
+        if (type == '%' || type == '|') {
+            count *= 2;
+        }
+        auto at = after_line;
+        for (long long i = 0; i < count; ++i) {
+            at = reply_end(buf, at);
+            if (at == npos) {
+                return npos;
+            }
+        }
+        // An attribute is followed by the value it describes.
+        return type == '|' ? reply_end(buf, at) : at;
+    }
+    default:
+        return after_line; // simple string, error, integer, and the other one-line types
+    }
+}
+
+std::string encode_command(std::initializer_list<std::string_view> args) {
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    for (auto arg : args) {
+        out += "$" + std::to_string(arg.size()) + "\r\n";
+        out += arg;
+        out += "\r\n";
+    }
+    return out;
+}
+
+// Sends the requests and reads `replies` complete replies; returns them one by one.
+std::vector<std::string> exchange(std::uint16_t port, std::string_view requests,
+                                  std::size_t replies, std::chrono::milliseconds timeout) {
+    auto deadline = clock_type::now() + timeout;
+    auto s = connect_loopback(port, deadline);
+    send_all(s.get(), requests, deadline);
+
+    std::string buf;
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    char chunk[4096];
+    while (out.size() < replies) {
+        if (auto end = reply_end(buf, start); end != std::string_view::npos) {
+            out.emplace_back(buf.substr(start, end - start));
+            start = end;
+            continue;
+        }
+        ssize_t n = ::recv(s.get(), chunk, sizeof chunk, 0);
+        if (n > 0) {
+            buf.append(chunk, static_cast<std::size_t>(n));
+        } else if (n == 0) {
+            throw std::system_error(std::make_error_code(std::errc::connection_reset),
+                                    "redis closed the connection before replying");
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            wait_for(s.get(), POLLIN, deadline, "redis did not reply in time");
+        } else if (errno != EINTR) {
+            throw_errno("recv");
+        }
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files and the binary.
+
+std::string find_redis_server() {
+    std::string name = "redis-server";
+    if (const char* env = std::getenv("COROLOCK_REDIS_SERVER"); env != nullptr && *env != '\0') {
+        name = env;
+    }
+    if (name.find('/') != std::string::npos) {
+        return ::access(name.c_str(), X_OK) == 0 ? name : std::string();
+    }
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        auto candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+    }
+    return {};
+}
+
+std::string make_temp_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/corolock-redis-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+        throw_errno("mkdtemp");
+    }
+    return pattern;
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+std::string tail(std::string text, std::size_t max) {
+    return text.size() > max ? "..." + text.substr(text.size() - max) : text;
+}
+
+} // namespace
+
+redis_process::redis_process(std::vector<std::string> extra_args, start_mode mode)
+    : extra_args_(std::move(extra_args)) {
+    for (std::size_t i = 0; i + 1 < extra_args_.size(); ++i) {
+        if (extra_args_[i] == "--requirepass") {
+            auth_password_ = extra_args_[i + 1];
+        }
+    }
+    if (mode == start_mode::now) {
+        start();
+    }
+}
+
+redis_process::~redis_process() {
+    kill();
+    if (!dir_.empty() && std::getenv("COROLOCK_KEEP_REDIS_DIR") == nullptr) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+    }
+}
+
+bool redis_process::available() {
+    return !find_redis_server().empty();
+}
+
+void redis_process::start() {
+    if (running()) {
+        return;
+    }
+    if (dir_.empty()) {
+        dir_ = make_temp_dir();
+    }
+    if (port_ == 0) {
+        // A port free a moment ago may be taken by the time the server binds it (another test
+        // picked it too): the server then exits at once, and we try another.
+        for (int attempt = 0; attempt < fresh_port_attempts; ++attempt) {
+            auto port = pick_free_port();
+            if (try_start(port)) {
+                port_ = port;
+                return;
+            }
+        }
+        throw std::runtime_error("redis-server exited at startup " +
+                                 std::to_string(fresh_port_attempts) + " times:\n" + log_tail());
+    }
+    auto give_up = clock_type::now() + same_port_retry;
+    for (;;) {
+        if (try_start(port_)) {
+            return;
+        }
+        if (clock_type::now() >= give_up) {
+            throw std::runtime_error("redis-server could not start again on port " +
+                                     std::to_string(port_) + ":\n" + log_tail());
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+}
+
+bool redis_process::try_start(std::uint16_t port) {
+    auto binary = find_redis_server();
+    if (binary.empty()) {
+        throw std::runtime_error("redis-server not found on PATH (or COROLOCK_REDIS_SERVER)");
+    }
+    auto pidfile = dir_ + "/redis.pid";
+    auto output = dir_ + "/redis.out";
+    ::unlink(pidfile.c_str());
+
+    // Everything the child needs is prepared here: between fork and exec it may only make
+    // async-signal-safe calls, since other threads of ours may hold the allocator's locks.
+    std::vector<std::string> args{binary,
+                                  "--port",
+                                  std::to_string(port),
+                                  "--bind",
+                                  host_,
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  "no",
+                                  "--daemonize",
+                                  "no",
+                                  "--protected-mode",
+                                  "no",
+                                  "--enable-debug-command",
+                                  "local",
+                                  "--loglevel",
+                                  "warning",
+                                  "--logfile",
+                                  log_path(),
+                                  "--dir",
+                                  dir_,
+                                  "--pidfile",
+                                  pidfile};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+
+    int exec_pipe[2];
+    if (::pipe2(exec_pipe, O_CLOEXEC) < 0) {
+        throw_errno("pipe2");
+    }
+    pid_t parent = ::getpid();
+    pid_t child = ::fork();
+    if (child < 0) {
+        int err = errno;
+        ::close(exec_pipe[0]);
+        ::close(exec_pipe[1]);
+        throw std::system_error(err, std::generic_category(), "fork");
+    }
+    if (child == 0) {
+        ::close(exec_pipe[0]);
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) {
+            ::_exit(127); // the parent died before the line above
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        int null_in = ::open("/dev/null", O_RDONLY);
+        int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (null_in >= 0) {
+            ::dup2(null_in, STDIN_FILENO);
+        }
+        if (out >= 0) {
+            ::dup2(out, STDOUT_FILENO);
+            ::dup2(out, STDERR_FILENO);
+        }
+        ::execv(argv[0], argv.data());
+        int err = errno;
+        [[maybe_unused]] auto n = ::write(exec_pipe[1], &err, sizeof err);
+        ::_exit(127);
+    }
+    ::close(exec_pipe[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+    }
+    ::close(exec_pipe[0]);
+    if (got > 0) {
+        while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        throw std::system_error(exec_errno, std::generic_category(), "exec " + binary);
+    }
+    pid_ = child;
+    paused_ = false;
+    register_child(child);
+
+    // Ready means: our child is alive, has written its pidfile (which redis 7 does only once it
+    // listens, so a PONG cannot come from someone else's server on a port we collided on) and
+    // answers PING. With a password or ACLs, -NOAUTH / -ERR are answers too.
+    auto deadline = clock_type::now() + ready_timeout;
+    auto ping = encode_command({"PING"});
+    while (clock_type::now() < deadline) {
+        int status = 0;
+        if (::waitpid(child, &status, WNOHANG) == child) {
+            unregister_child(child);
+            pid_ = -1;
+            return false;
+        }
+        if (read_file(pidfile).find(std::to_string(child)) == 0) {
+            try {
+                auto reply = exchange(port, ping, 1, 250ms).front();
+                if (reply.starts_with("+PONG") || reply.starts_with("-NOAUTH") ||
+                    reply.starts_with("-ERR")) {
+                    return true;
+                }
+            } catch (const std::system_error&) {
+                // not listening yet
+            }
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    auto log = log_tail();
+    kill();
+    throw std::runtime_error("redis-server on port " + std::to_string(port) +
+                             " did not answer PING within 5 s:\n" + log);
+}
+
+void redis_process::reap_blocking() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    unregister_child(pid_);
+    pid_ = -1;
+    paused_ = false;
+}
+
+void redis_process::stop() {
+    if (!running()) {
+        return;
+    }
+    resume(); // a stopped process leaves SIGTERM pending
+    ::kill(pid_, SIGTERM);
+    auto give_up = clock_type::now() + stop_grace;
+    while (clock_type::now() < give_up) {
+        int status = 0;
+        pid_t r = ::waitpid(pid_, &status, WNOHANG);
+        if (r == pid_ || (r < 0 && errno == ECHILD)) {
+            unregister_child(pid_);
+            pid_ = -1;
+            return;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    kill();
+}
+
+void redis_process::kill() {
+    if (!running()) {
+        return;
+    }
+    ::kill(pid_, SIGKILL); // works on a stopped process too
+    reap_blocking();
+}
+
+void redis_process::pause() {
+    if (!running()) {
+        throw std::logic_error("redis_process::pause: not running");
+    }
+    if (paused_) {
+        return;
+    }
+    ::kill(pid_, SIGSTOP);
+    // Wait until it has really stopped, so that the caller's next step sees a frozen server.
+    int status = 0;
+    while (::waitpid(pid_, &status, WUNTRACED) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        unregister_child(pid_);
+        pid_ = -1;
+        throw std::runtime_error("redis-server died instead of pausing:\n" + log_tail());
+    }
+    paused_ = true;
+}
+
+void redis_process::resume() {
+    if (!running() || !paused_) {
+        return;
+    }
+    ::kill(pid_, SIGCONT);
+    int status = 0;
+    while (::waitpid(pid_, &status, WCONTINUED) < 0 && errno == EINTR) {
+    }
+    paused_ = false;
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        unregister_child(pid_);
+        pid_ = -1;
+    }
+}
+
+void redis_process::restart() {
+    kill();
+    start();
+}
+
+std::string redis_process::command(std::initializer_list<std::string_view> args,
+                                   std::chrono::milliseconds timeout) const {
+    if (auth_password_.empty()) {
+        return exchange(port_, encode_command(args), 1, timeout).front();
+    }
+    auto requests = auth_user_.empty() ? encode_command({"AUTH", auth_password_})
+                                       : encode_command({"AUTH", auth_user_, auth_password_});
+    requests += encode_command(args);
+    auto replies = exchange(port_, requests, 2, timeout);
+    if (!replies[0].starts_with("+OK")) {
+        throw std::runtime_error("AUTH failed: " + replies[0]);
+    }
+    return replies[1];
+}
+
+void redis_process::set_command_auth(std::string user, std::string password) {
+    auth_user_ = std::move(user);
+    auth_password_ = std::move(password);
+}
+
+std::string redis_process::log_tail() const {
+    return tail(read_file(log_path()), 2000) + tail(read_file(dir_ + "/redis.out"), 1000);
+}
+
+} // namespace corolock::test

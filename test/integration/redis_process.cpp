@@ -1,0 +1,219 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// Tests of the redis-server fixture itself, so that a broken fixture is not mistaken for a
+// broken library.
+#include "common/redis_process.hpp"
+
+#include "common/coro_test.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <signal.h>
+#include <string>
+#include <system_error>
+
+// The suite is a namespace named redis_process, so the class goes by its full name.
+namespace ct = corolock::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// kill(pid, 0) fails with ESRCH only once the process is gone *and* reaped: a zombie still
+// counts as existing.
+bool process_gone(pid_t pid) {
+    return ::kill(pid, 0) == -1 && errno == ESRCH;
+}
+
+bool times_out(const std::system_error& e) {
+    return e.code() == std::make_error_code(std::errc::timed_out);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(redis_process)
+
+BOOST_AUTO_TEST_CASE(start_answers_ping) {
+    BOOST_TEST_REQUIRE(ct::redis_process::available());
+    ct::redis_process server;
+    BOOST_TEST(server.running());
+    BOOST_TEST(server.host() == "127.0.0.1");
+    BOOST_TEST(server.port() != 0);
+    BOOST_TEST(server.port() != 6379);
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(command_returns_raw_replies) {
+    ct::redis_process server;
+    BOOST_TEST(server.command({"SET", "k", "a value\r\nwith CRLF"}) == "+OK\r\n");
+    BOOST_TEST(server.command({"GET", "k"}) == "$18\r\na value\r\nwith CRLF\r\n");
+    BOOST_TEST(server.command({"GET", "missing"}) == "$-1\r\n");
+    BOOST_TEST(server.command({"RPUSH", "l", "a", "bc"}) == ":2\r\n");
+    BOOST_TEST(server.command({"LRANGE", "l", "0", "-1"}) == "*2\r\n$1\r\na\r\n$2\r\nbc\r\n");
+    BOOST_TEST(server.command({"NOSUCHCOMMAND"}).starts_with("-ERR"));
+    // The fixture enables DEBUG for tests that need a slow server.
+    BOOST_TEST(server.command({"DEBUG", "SLEEP", "0"}) == "+OK\r\n");
+    BOOST_TEST(server.command({"FLUSHALL"}) == "+OK\r\n");
+    BOOST_TEST(server.command({"DBSIZE"}) == ":0\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(two_servers_get_different_ports) {
+    ct::redis_process a;
+    ct::redis_process b;
+    BOOST_TEST(a.port() != b.port());
+    BOOST_TEST(a.pid() != b.pid());
+    BOOST_TEST(a.command({"SET", "only", "a"}) == "+OK\r\n");
+    BOOST_TEST(b.command({"EXISTS", "only"}) == ":0\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(kill_then_restart_on_same_port) {
+    ct::redis_process server;
+    auto port = server.port();
+    auto first = server.pid();
+    BOOST_TEST(server.command({"SET", "k", "v"}) == "+OK\r\n");
+
+    server.kill();
+    BOOST_TEST(!server.running());
+    BOOST_TEST(server.pid() == -1);
+    BOOST_TEST(process_gone(first));
+    BOOST_CHECK_THROW(server.command({"PING"}, 500ms), std::system_error);
+
+    server.restart();
+    BOOST_TEST(server.running());
+    BOOST_TEST(server.port() == port);
+    BOOST_TEST(server.pid() != first);
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+    // No persistence: a crash loses everything.
+    BOOST_TEST(server.command({"EXISTS", "k"}) == ":0\r\n");
+
+    // restart() of a running server works too.
+    auto second = server.pid();
+    server.restart();
+    BOOST_TEST(process_gone(second));
+    BOOST_TEST(server.port() == port);
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(stop_then_start_on_same_port) {
+    ct::redis_process server;
+    auto port = server.port();
+    auto pid = server.pid();
+    server.stop();
+    BOOST_TEST(!server.running());
+    BOOST_TEST(process_gone(pid));
+    server.start();
+    BOOST_TEST(server.port() == port);
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(deferred_start) {
+    ct::redis_process server({}, ct::redis_process::start_mode::later);
+    BOOST_TEST(!server.running());
+    BOOST_TEST(server.port() == 0);
+    server.start();
+    BOOST_TEST(server.running());
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(pause_freezes_and_resume_thaws) {
+    ct::redis_process server;
+    server.pause();
+    BOOST_TEST(server.paused());
+    BOOST_TEST(server.running());
+    // The kernel still accepts the connection; nobody answers.
+    auto start = std::chrono::steady_clock::now();
+    BOOST_CHECK_EXCEPTION(server.command({"PING"}, 300ms), std::system_error, times_out);
+    BOOST_TEST((std::chrono::steady_clock::now() - start < 3s));
+
+    server.resume();
+    BOOST_TEST(!server.paused());
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(stop_while_paused) {
+    ct::redis_process server;
+    auto pid = server.pid();
+    server.pause();
+    server.stop();
+    BOOST_TEST(!server.running());
+    BOOST_TEST(process_gone(pid));
+}
+
+BOOST_AUTO_TEST_CASE(requirepass_extra_args) {
+    ct::redis_process server({"--requirepass", "s3cret"});
+    // command() authenticates with the password it saw on the command line.
+    BOOST_TEST(server.command({"PING"}) == "+PONG\r\n");
+
+    server.set_command_auth("", "");
+    BOOST_TEST(server.command({"GET", "k"}).starts_with("-NOAUTH"));
+
+    server.set_command_auth("", "wrong");
+    BOOST_CHECK_THROW(server.command({"PING"}), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(acl_user_and_maxmemory_extra_args) {
+    ct::redis_process server({"--user", "alice", "on", ">pw", "~*", "&*", "+@all", "--maxmemory",
+                              "10mb", "--maxmemory-policy", "noeviction"});
+    BOOST_TEST(server.command({"CONFIG", "GET", "maxmemory"}) ==
+               "*2\r\n$9\r\nmaxmemory\r\n$8\r\n10485760\r\n");
+    server.set_command_auth("alice", "pw");
+    BOOST_TEST(server.command({"ACL", "WHOAMI"}) == "$5\r\nalice\r\n");
+}
+
+BOOST_AUTO_TEST_CASE(bad_extra_args_throw) {
+    BOOST_CHECK_THROW(ct::redis_process({"--no-such-option", "1"}), std::runtime_error);
+}
+
+BOOST_AUTO_TEST_CASE(destructor_reaps_the_process) {
+    pid_t pid = -1;
+    std::string dir;
+    {
+        ct::redis_process server;
+        pid = server.pid();
+        dir = server.dir();
+        BOOST_TEST(::kill(pid, 0) == 0);
+        BOOST_TEST(std::filesystem::exists(dir));
+    }
+    BOOST_TEST(process_gone(pid));
+    BOOST_TEST(!std::filesystem::exists(dir));
+}
+
+BOOST_AUTO_TEST_CASE(destructor_reaps_a_paused_process) {
+    pid_t pid = -1;
+    {
+        ct::redis_process server;
+        pid = server.pid();
+        server.pause();
+    }
+    BOOST_TEST(process_gone(pid));
+}
+
+// The coroutine runner and the fixture together: a raw Asio client reaches the server.
+BOOST_AUTO_TEST_CASE(coroutine_client_reaches_server) {
+    ct::redis_process server;
+    boost::asio::io_context ioc;
+    std::string reply;
+    ct::run_coroutine_test(
+        ioc,
+        [&]() -> boost::asio::awaitable<void> {
+            boost::asio::ip::tcp::socket socket(ioc);
+            co_await socket.async_connect(
+                {boost::asio::ip::make_address(server.host()), server.port()},
+                boost::asio::use_awaitable);
+            co_await boost::asio::async_write(socket, boost::asio::buffer("PING\r\n", 6),
+                                              boost::asio::use_awaitable);
+            co_await boost::asio::async_read_until(socket, boost::asio::dynamic_buffer(reply),
+                                                   "\r\n", boost::asio::use_awaitable);
+        }(),
+        10s);
+    BOOST_TEST(reply == "+PONG\r\n");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

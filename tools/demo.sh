@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the demo program and runs it against a throw-away redis-server on a free port.
+#
+#   tools/demo.sh [ARGS...]                         ARGS go to the demo after --host/--port
+#   DEMO_TARGET=corolock_flash_sale tools/demo.sh   another program from example/
+# shellcheck disable=SC2119 # configure_main_build takes optional extra cmake arguments
+set -euo pipefail
+DEMO_TARGET=${DEMO_TARGET:-corolock_demo_pipeline}
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=tools/common.sh
+source tools/common.sh
+
+ensure_deps
+if [[ ! -f example/CMakeLists.txt ]]; then
+    log "example/CMakeLists.txt does not exist yet: no demo to build"
+    exit 1
+fi
+configure_main_build
+cmake --build build -j2 --target "$DEMO_TARGET"
+
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/corolock-demo.XXXXXX")
+on_exit "rm -rf '$run_dir'"
+start_redis "$run_dir/redis"
+
+# Not exec: the exit hooks must still stop the server afterwards.
+status=0
+"build/example/$DEMO_TARGET" --host 127.0.0.1 --port "$REDIS_PORT" "$@" || status=$?
+exit $status

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Builds corolock and runs every test: the g++ build with unit, header, integration and example
+# tests, then an ASan+UBSan build, then the RESP3 fuzzer. Every stage runs even if an earlier one
+# failed; the summary at the end says which did, and the exit status is non-zero if any did.
+#
+#   tools/test.sh            everything (CI runs this)
+#   tools/test.sh --quick    skip the sanitizer and fuzz stages
+#
+# COROLOCK_FUZZ_SECONDS (default 60) bounds the fuzzing run.
+# shellcheck disable=SC2317,SC2119 # stage functions are called through run_stage
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=tools/common.sh
+source tools/common.sh
+
+quick=false
+for arg in "$@"; do
+    case $arg in
+    --quick) quick=true ;;
+    -h | --help)
+        sed -n '2,9p' "$0"
+        exit 0
+        ;;
+    *)
+        log "unknown option: $arg"
+        exit 2
+        ;;
+    esac
+done
+
+JOBS=2
+FUZZ_SECONDS=${COROLOCK_FUZZ_SECONDS:-60}
+LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/corolock-test.XXXXXX")
+on_exit "rm -rf '$LOG_DIR'"
+
+stage_names=()
+stage_results=()
+stage_seconds=()
+
+# run_stage NAME FUNCTION: runs FUNCTION in a subshell with errexit in force (it would be ignored
+# in a function called from an `if`) and records the outcome instead of stopping the script.
+run_stage() {
+    local name=$1 fn=$2 start rc
+    log "stage $name"
+    start=$SECONDS
+    set +e
+    (
+        set -e
+        "$fn"
+    )
+    rc=$?
+    set -e
+    stage_names+=("$name")
+    stage_seconds+=($((SECONDS - start)))
+    if ((rc == 0)); then
+        stage_results+=(pass)
+    else
+        stage_results+=("FAIL ($rc)")
+        log "stage $name failed with status $rc"
+    fi
+}
+
+skip_stage() {
+    stage_names+=("$1")
+    stage_seconds+=(0)
+    stage_results+=("skipped ($2)")
+}
+
+# run_ctest NAME ARGS...: ctest with its output kept in $LOG_DIR/ctest-NAME.log for the summary.
+run_ctest() {
+    local name=$1
+    shift
+    ctest --output-on-failure --no-tests=error -j"$JOBS" "$@" 2>&1 | tee "$LOG_DIR/ctest-$name.log"
+}
+
+stage_build() {
+    configure_main_build
+    cmake --build build -j"$JOBS"
+}
+
+stage_ctest() {
+    run_ctest main --test-dir build
+}
+
+stage_asan() {
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
+        -DCOROLOCK_SANITIZE=address,undefined -DCOROLOCK_BUILD_EXAMPLES=OFF \
+        -DCOROLOCK_BUILD_BENCH=OFF
+    cmake --build build-asan -j"$JOBS"
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    run_ctest asan --test-dir build-asan -L 'unit|integration'
+}
+
+stage_fuzz() {
+    cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+        -DCOROLOCK_FUZZ=ON -DCOROLOCK_BUILD_TESTS=OFF -DCOROLOCK_BUILD_EXAMPLES=OFF \
+        -DCOROLOCK_BUILD_BENCH=OFF
+    cmake --build build-fuzz -j"$JOBS" --target corolock_resp3_fuzz
+    local fuzzer
+    fuzzer=$(find build-fuzz -type f -name corolock_resp3_fuzz -perm -u+x | head -n 1)
+    [[ -n $fuzzer ]] || {
+        log "corolock_resp3_fuzz was not built"
+        return 1
+    }
+    # Fuzz a copy: libFuzzer adds what it finds to the corpus directory it is given.
+    mkdir -p "$LOG_DIR/corpus" build-fuzz/artifacts
+    if [[ -d test/fuzz/corpus ]]; then
+        cp -R test/fuzz/corpus/. "$LOG_DIR/corpus/"
+    fi
+    "$fuzzer" -max_total_time="$FUZZ_SECONDS" -timeout=10 -print_final_stats=1 \
+        -artifact_prefix=build-fuzz/artifacts/ "$LOG_DIR/corpus"
+}
+
+ensure_deps
+total_start=$SECONDS
+
+run_stage build stage_build
+
+# The examples (ctest label `example`) talk to this server; integration tests start their own.
+redis_start=$SECONDS
+if start_redis "$LOG_DIR/redis"; then
+    export COROLOCK_REDIS_HOST=127.0.0.1 COROLOCK_REDIS_PORT=$REDIS_PORT
+    stage_names+=(redis)
+    stage_results+=(pass)
+else
+    stage_names+=(redis)
+    stage_results+=(FAIL)
+fi
+stage_seconds+=($((SECONDS - redis_start)))
+
+run_stage ctest stage_ctest
+stop_redis
+unset COROLOCK_REDIS_HOST COROLOCK_REDIS_PORT
+
+if $quick; then
+    skip_stage asan --quick
+    skip_stage fuzz --quick
+else
+    run_stage asan stage_asan
+    if [[ -f test/fuzz/CMakeLists.txt ]]; then
+        run_stage fuzz stage_fuzz
+    else
+        skip_stage fuzz "no test/fuzz/CMakeLists.txt"
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+failed=0
+{
+    echo
+    echo "================ corolock test summary ================"
+    for i in "${!stage_names[@]}"; do
+        printf '  %-8s %-40s %5ss\n' "${stage_names[i]}" "${stage_results[i]}" "${stage_seconds[i]}"
+        [[ ${stage_results[i]} == pass || ${stage_results[i]} == skipped* ]] || failed=1
+    done
+    for name in main asan; do
+        file=$LOG_DIR/ctest-$name.log
+        [[ -f $file ]] || continue
+        echo "  ctest ($name):"
+        grep -E 'tests passed|tests failed|Total Test time|No tests were found|tests FAILED|^[[:space:]]+[0-9]+ - ' \
+            "$file" | sed 's/^/    /' || echo "    (no summary line)"
+    done
+    printf '  total: %ss -> %s\n' $((SECONDS - total_start)) "$( ((failed)) && echo FAILED || echo PASSED)"
+    echo "======================================================="
+} >&2
+exit $failed
