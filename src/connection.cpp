@@ -789,12 +789,14 @@ bool is_noscript(const generic_response& resp) {
 
 } // namespace
 
-void connection::async_eval_impl(const script& s, std::shared_ptr<request> req,
-                                 generic_response& resp,
-                                 asio::any_completion_handler<void(error_code)> handler) {
+namespace detail {
+
+void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
+                std::shared_ptr<request> req, generic_response& resp,
+                asio::any_completion_handler<void(error_code)> handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
-    auto ex = asio::get_associated_executor(handler, impl_->executor());
-    auto retry = [impl = impl_, s = &s, req, resp = &resp, slot, ex,
+    auto ex = asio::get_associated_executor(handler, impl->executor());
+    auto retry = [impl, s = &s, req, resp = &resp, slot, ex,
                   h = std::move(handler)](error_code ec, std::size_t) mutable {
         if (ec || !is_noscript(*resp)) {
             std::move(h)(ec);
@@ -802,17 +804,29 @@ void connection::async_eval_impl(const script& s, std::shared_ptr<request> req,
         }
         resp->clear();
         auto eval = std::make_shared<request>(evalsha_to_eval(*req, *s));
-        detail::start_exec(
-            impl, *eval, detail::make_adapter(*resp),
-            asio::bind_cancellation_slot(
-                slot, asio::bind_executor(
-                          ex, [eval, h = std::move(h)](error_code ec, std::size_t) mutable {
-                              std::move(h)(ec);
-                          })));
+        start_exec(impl, *eval, make_adapter(*resp),
+                   asio::bind_cancellation_slot(
+                       slot, asio::bind_executor(
+                                 ex, [eval, h = std::move(h)](error_code ec, std::size_t) mutable {
+                                     std::move(h)(ec);
+                                 })));
     };
-    detail::start_exec(
-        impl_, *req, detail::make_adapter(resp),
-        asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(retry))));
+    start_exec(impl, *req, make_adapter(resp),
+               asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(retry))));
+}
+
+void start_exec_for(const std::shared_ptr<connection_impl>& impl, const request& req,
+                    response_adapter adapter,
+                    asio::any_completion_handler<void(error_code, std::size_t)> handler) {
+    start_exec(impl, req, adapter, std::move(handler));
+}
+
+} // namespace detail
+
+void connection::async_eval_impl(const script& s, std::shared_ptr<request> req,
+                                 generic_response& resp,
+                                 asio::any_completion_handler<void(error_code)> handler) {
+    detail::start_eval(impl_, s, std::move(req), resp, std::move(handler));
 }
 
 subscription connection::subscribe(std::string channel) {

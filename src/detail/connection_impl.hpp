@@ -19,6 +19,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <tuple>
@@ -104,8 +105,18 @@ public:
     std::size_t push_buffer_size() const noexcept { return cfg_.push_buffer_size; }
     void count_dropped_push() noexcept { pushes_dropped_.fetch_add(1, std::memory_order_relaxed); }
 
-    // Lock layers keep per-connection state here (created on first use, on the strand).
-    std::shared_ptr<void>& lock_service() noexcept { return lock_service_; }
+    // The lock layer's per-connection state, created on first use by `make` (any thread).
+    template <class Make>
+    std::shared_ptr<void> lock_service(Make make) {
+        std::lock_guard<std::mutex> g(lock_service_mutex_);
+        if (!lock_service_)
+            lock_service_ = make();
+        return lock_service_;
+    }
+    std::shared_ptr<void> existing_lock_service() {
+        std::lock_guard<std::mutex> g(lock_service_mutex_);
+        return lock_service_;
+    }
 
 private:
     boost::asio::awaitable<error_code> run();
@@ -150,11 +161,22 @@ private:
     std::minstd_rand rng_;
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
+    std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
 
     std::atomic<std::uint64_t> commands_{0}, writes_{0}, bytes_written_{0}, bytes_read_{0},
         replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0};
 };
+
+// async_exec for corolock's own layers: `req` and the adapter's target must outlive it.
+void start_exec_for(const std::shared_ptr<connection_impl>& impl, const request& req,
+                    response_adapter adapter,
+                    boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
+
+// EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from connection::make_evalsha.
+void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
+                std::shared_ptr<request> req, generic_response& resp,
+                boost::asio::any_completion_handler<void(error_code)> handler);
 
 } // namespace corolock::detail
 

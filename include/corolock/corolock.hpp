@@ -1,0 +1,18 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_COROLOCK_HPP
+#define COROLOCK_COROLOCK_HPP
+
+#include <corolock/config.hpp>
+#include <corolock/connection.hpp>
+#include <corolock/error.hpp>
+#include <corolock/logger.hpp>
+#include <corolock/mutex.hpp>
+#include <corolock/request.hpp>
+#include <corolock/resp3/parser.hpp>
+#include <corolock/resp3/serializer.hpp>
+#include <corolock/resp3/type.hpp>
+#include <corolock/response.hpp>
+#include <corolock/script.hpp>
+#include <corolock/with_lock.hpp>
+
+#endif

@@ -1,0 +1,49 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock's Lua scripts, key naming and reply decoding: pure, unit-tested (doc/design.md lists
+// each script's KEYS and ARGV).
+#ifndef COROLOCK_SRC_DETAIL_LOCK_SCRIPTS_HPP
+#define COROLOCK_SRC_DETAIL_LOCK_SCRIPTS_HPP
+
+#include <corolock/error.hpp>
+#include <corolock/response.hpp>
+#include <corolock/script.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::detail {
+
+// A key or channel that lands in the same cluster slot as `name`: `name:suffix` when the name
+// carries a hash tag, else `{name}:suffix`.
+std::string derived_key(std::string_view name, std::string_view suffix);
+
+const script& acquire_script();
+const script& release_script();
+const script& renew_script();
+const script& force_unlock_script();
+
+struct acquire_reply {
+    bool acquired = false;
+    std::uint64_t token = 0;     // when acquired
+    std::uint64_t count = 0;     // hold count after the call, when acquired
+    std::int64_t holder_ttl = 0; // ms left on the holder's lease, when not acquired
+};
+
+// Server errors: WRONGTYPE -> error::wrong_type, anything else -> error::server_error; a reply of
+// the wrong shape -> error::unexpected_reply.
+error_code decode_acquire(const generic_response& resp, acquire_reply& out);
+// -1 not owner, 0 released, n > 0 holds left.
+error_code decode_release(const generic_response& resp, std::int64_t& out);
+// One flag per key: true = renewed.
+error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
+error_code decode_integer(const generic_response& resp, std::int64_t& out);
+
+// Wraps a Lua body into a fenced script: KEYS[1] = fence key, ARGV[1] = token; the body sees
+// its own KEYS and ARGV (the rest).
+std::string make_fenced_source(std::string_view body);
+
+} // namespace corolock::detail
+
+#endif
