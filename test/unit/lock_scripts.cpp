@@ -1,0 +1,463 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "detail/lock_scripts.hpp"
+
+#include <corolock/mutex.hpp>
+#include <corolock/resp3/parser.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using corolock::error;
+using corolock::error_code;
+using corolock::generic_response;
+using corolock::detail::acquire_reply;
+using corolock::detail::derived_key;
+using corolock::resp3::node;
+using corolock::resp3::type;
+using namespace std::string_literals;
+
+namespace {
+
+// ---- Redis Cluster key slots (cluster spec): CRC16/XMODEM of the hash tag, or of the whole key
+// when it has none, modulo 16384. A tag is the text between the first '{' and the first '}'
+// after it, and only counts when it is not empty.
+
+std::uint16_t crc16_xmodem(std::string_view data) {
+    std::uint16_t crc = 0;
+    for (unsigned char c : data) {
+        crc ^= static_cast<std::uint16_t>(c << 8);
+        for (int bit = 0; bit < 8; ++bit)
+            crc = (crc & 0x8000) ? static_cast<std::uint16_t>((crc << 1) ^ 0x1021)
+                                 : static_cast<std::uint16_t>(crc << 1);
+    }
+    return crc;
+}
+
+unsigned key_slot(std::string_view key) {
+    const auto open = key.find('{');
+    if (open != std::string_view::npos) {
+        const auto close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close != open + 1)
+            key = key.substr(open + 1, close - open - 1);
+    }
+    return crc16_xmodem(key) & 16383u;
+}
+
+// True when the name carries a hash tag by the cluster rule above.
+bool has_tag(std::string_view name) {
+    const auto open = name.find('{');
+    if (open == std::string_view::npos)
+        return false;
+    const auto close = name.find('}', open + 1);
+    return close != std::string_view::npos && close != open + 1;
+}
+
+// ---- Replies: parse RESP3 wire text with the real parser, so the nodes have the shapes the
+// connection stores (types, depths, aggregate sizes).
+
+generic_response wire(std::string_view text) {
+    generic_response out;
+    std::size_t offset = 0;
+    while (offset < text.size()) {
+        corolock::resp3::parser p;
+        const auto msg = text.substr(offset);
+        while (!p.done()) {
+            error_code ec;
+            auto n = p.consume(msg, ec);
+            BOOST_REQUIRE_MESSAGE(!ec, "bad test input: " << ec.message());
+            BOOST_REQUIRE_MESSAGE(n, "incomplete test input");
+            out.push_back({n->data_type, n->aggregate_size, n->depth, std::string(n->value)});
+        }
+        offset += p.consumed();
+    }
+    return out;
+}
+
+node leaf(type t, std::string value, std::size_t depth = 0) {
+    return {t, 1, depth, std::move(value)};
+}
+node aggregate(type t, std::size_t size, std::size_t depth = 0) {
+    return {t, size, depth, {}};
+}
+
+bool is_lower_hex(std::string_view s) {
+    for (char c : s)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+    return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(lock_scripts)
+
+// ---------------------------------------------------------------------------------------------
+// derived_key
+
+BOOST_AUTO_TEST_CASE(slot_function_matches_redis) {
+    // CRC16/XMODEM check value, and slots reported by CLUSTER KEYSLOT on a redis-server 7.0.
+    BOOST_TEST(crc16_xmodem("123456789") == 0x31C3);
+    BOOST_TEST(key_slot("123456789") == 12739u);
+    BOOST_TEST(key_slot("foo") == 12182u);
+    BOOST_TEST(key_slot("somekey") == 11058u);
+    BOOST_TEST(key_slot("a}b") == 7866u);
+    BOOST_TEST(key_slot("{}x") == 10595u);
+    BOOST_TEST(key_slot("}{x}") == 16287u);
+    BOOST_TEST(key_slot("{user1000}.following") == key_slot("{user1000}.followers"));
+    BOOST_TEST(key_slot("{user1000}.following") == key_slot("user1000"));
+}
+
+BOOST_AUTO_TEST_CASE(plain_names_become_the_tag) {
+    BOOST_TEST(derived_key("orders", "fence") == "{orders}:fence");
+    BOOST_TEST(derived_key("lock:basic", "released") == "{lock:basic}:released");
+    BOOST_TEST(derived_key("x", "") == "{x}:");
+    // An opening brace with no closing one after it is no tag.
+    BOOST_TEST(derived_key("a{b", "fence") == "{a{b}:fence");
+    BOOST_TEST(derived_key("{", "fence") == "{{}:fence");
+}
+
+BOOST_AUTO_TEST_CASE(tagged_names_keep_their_tag) {
+    BOOST_TEST(derived_key("{user42}:cart", "fence") == "{user42}:cart:fence");
+    BOOST_TEST(derived_key("a{b}c", "released") == "a{b}c:released");
+    BOOST_TEST(derived_key("{a}", "fence") == "{a}:fence");
+    // Only the first '{' opens a tag: the tag is "{a" here.
+    BOOST_TEST(derived_key("{{a}}", "fence") == "{{a}}:fence");
+    // A '}' before the first '{' does not matter.
+    BOOST_TEST(derived_key("}{x}", "fence") == "}{x}:fence");
+    BOOST_TEST(derived_key("a}b{c}d", "fence") == "a}b{c}d:fence");
+}
+
+BOOST_AUTO_TEST_CASE(empty_tag_counts_as_no_tag) {
+    BOOST_TEST(derived_key("{}", "fence") == "{{}}:fence");
+    BOOST_TEST(derived_key("{}x", "fence") == "{{}x}:fence");
+    // Redis takes the first '{' and the first '}' after it: "{}" here, so "{x}" is no tag either.
+    BOOST_TEST(derived_key("{}{x}", "fence") == "{{}{x}}:fence");
+}
+
+BOOST_AUTO_TEST_CASE(binary_names_are_kept_byte_for_byte) {
+    const std::string name("a\0b\xff", 4);
+    const std::string key = derived_key(name, "fence");
+    BOOST_TEST(key.size() == name.size() + 2 + 6);
+    BOOST_TEST(key == "{"s + name + "}:fence");
+    const std::string tagged("\0{t\0}\0"s);
+    BOOST_TEST(derived_key(tagged, "released") == tagged + ":released");
+    BOOST_TEST(key_slot(derived_key(tagged, "released")) == key_slot(tagged));
+}
+
+BOOST_AUTO_TEST_CASE(derived_keys_share_the_slot_of_names_without_a_stray_brace) {
+    // Names from an alphabet rich in braces, NUL and ':'; every name that has a tag or no '}'
+    // at all must give a fence key and a channel in its own slot.
+    std::mt19937 rng(20260101);
+    const std::string alphabet("{}{}:ab\0\xff"s);
+    std::uniform_int_distribution<std::size_t> len(1, 12), pick(0, alphabet.size() - 1);
+    int tagged = 0, plain = 0;
+    for (int i = 0; i < 20000; ++i) {
+        std::string name;
+        for (std::size_t n = len(rng); n > 0; --n)
+            name.push_back(alphabet[pick(rng)]);
+        if (!has_tag(name) && name.find('}') != std::string::npos)
+            continue; // see untagged_names_with_a_closing_brace_share_the_slot
+        (has_tag(name) ? tagged : plain)++;
+        const auto slot = key_slot(name);
+        BOOST_TEST(key_slot(derived_key(name, "fence")) == slot, "name of " << name.size());
+        BOOST_TEST(key_slot(derived_key(name, "released")) == slot, "name of " << name.size());
+    }
+    BOOST_TEST_MESSAGE(tagged << " tagged and " << plain << " plain names checked");
+    BOOST_TEST(tagged > 1000);
+    BOOST_TEST(plain > 1000);
+
+    // Ordinary names.
+    for (int i = 0; i < 2000; ++i) {
+        const std::string name = "lock:order:" + std::to_string(i);
+        BOOST_TEST(key_slot(derived_key(name, "fence")) == key_slot(name));
+        const std::string tagged_name =
+            "{tenant" + std::to_string(i % 37) + "}:lock:" + std::to_string(i);
+        BOOST_TEST(key_slot(derived_key(tagged_name, "released")) == key_slot(tagged_name));
+    }
+}
+
+// KNOWN BUG in derived_key: a name with no hash tag that contains '}' is wrapped as
+// "{name}:suffix", but Redis ends the wrapper's tag at the name's own first '}', so the fence
+// key and the channel land in another slot than the name (CROSSSLOT in a cluster). The slots
+// below were checked with CLUSTER KEYSLOT. Remove the decorator when derived_key is fixed.
+BOOST_AUTO_TEST_CASE(untagged_names_with_a_closing_brace_share_the_slot,
+                     *boost::unit_test::expected_failures(5) *
+                         boost::unit_test::description("known bug in derived_key")) {
+    for (std::string_view name : {"a}b", "}x", "{}x", "a}b{c", "{}{x}"}) {
+        BOOST_TEST_CONTEXT("name " << name) {
+            BOOST_TEST(key_slot(derived_key(name, "fence")) == key_slot(name));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// decode_acquire
+
+BOOST_AUTO_TEST_CASE(acquire_granted) {
+    acquire_reply r;
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*3\r\n:1\r\n:42\r\n:1\r\n"), r));
+    BOOST_TEST(r.acquired);
+    BOOST_TEST(r.token == 42u);
+    BOOST_TEST(r.count == 1u);
+
+    acquire_reply nested;
+    BOOST_TEST(
+        !corolock::detail::decode_acquire(wire("*3\r\n:1\r\n:1767225600123456\r\n:3\r\n"), nested));
+    BOOST_TEST(nested.acquired);
+    BOOST_TEST(nested.token == 1767225600123456u); // seeded from TIME in microseconds
+    BOOST_TEST(nested.count == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(acquire_held_by_another) {
+    acquire_reply r;
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:0\r\n:1234\r\n"), r));
+    BOOST_TEST(!r.acquired);
+    BOOST_TEST(r.holder_ttl == 1234);
+    // PTTL may answer -1 (no TTL) or -2 (gone meanwhile): passed on, the caller decides.
+    acquire_reply no_ttl;
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:0\r\n:-1\r\n"), no_ttl));
+    BOOST_TEST(!no_ttl.acquired);
+    BOOST_TEST(no_ttl.holder_ttl == -1);
+}
+
+BOOST_AUTO_TEST_CASE(acquire_error_replies) {
+    acquire_reply r;
+    const auto wrong_type = corolock::detail::decode_acquire(
+        wire("-WRONGTYPE the key at the lock name is not a corolock lock\r\n"), r);
+    BOOST_TEST(wrong_type == error::wrong_type);
+    BOOST_TEST(wrong_type == corolock::condition::server_failure);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("!13\r\nWRONGTYPE xyz\r\n"), r) ==
+               error::wrong_type);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("-STALE fencing token\r\n"), r) ==
+               error::stale_token);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("-ERR Error running script\r\n"), r) ==
+               error::server_error);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("-NOSCRIPT No matching script\r\n"), r) ==
+               error::server_error);
+    // The prefix must start the text.
+    BOOST_TEST(corolock::detail::decode_acquire(wire("-ERR WRONGTYPE inside\r\n"), r) ==
+               error::server_error);
+    // An error anywhere in the reply wins over its shape.
+    BOOST_TEST(corolock::detail::decode_acquire(wire("*3\r\n:1\r\n-WRONGTYPE x\r\n:1\r\n"), r) ==
+               error::wrong_type);
+}
+
+BOOST_AUTO_TEST_CASE(acquire_malformed_replies) {
+    const char* bad[] = {
+        "",                                // nothing
+        ":1\r\n",                          // not an array
+        "_\r\n",                           // null
+        "*0\r\n",                          // empty
+        "*1\r\n:1\r\n",                    // too short
+        "*3\r\n:2\r\n:42\r\n:1\r\n",       // flag neither 0 nor 1
+        "*3\r\n:-1\r\n:42\r\n:1\r\n",      // negative flag
+        "*2\r\n:1\r\n:42\r\n",             // granted without count
+        "*3\r\n:0\r\n:5\r\n:1\r\n",        // refused with a third element
+        "*4\r\n:1\r\n:42\r\n:1\r\n:9\r\n", // extra element
+        "*3\r\n:1\r\n:-42\r\n:1\r\n",      // negative token
+        "*3\r\n:1\r\n:42\r\n:0\r\n",       // granted with count 0
+        "*3\r\n:1\r\n:42\r\n:-1\r\n",      // negative count
+        "*3\r\n$1\r\n1\r\n:42\r\n:1\r\n",  // flag as a string
+        "*3\r\n:1\r\n$2\r\n42\r\n:1\r\n",  // token as a string
+        "*2\r\n:0\r\n$4\r\n1234\r\n",      // TTL as a string
+        "*3\r\n#t\r\n:42\r\n:1\r\n",       // boolean flag
+        "*3\r\n:1\r\n,42\r\n:1\r\n",       // double token
+        "*3\r\n:1\r\n(42\r\n:1\r\n",       // big number token
+        "*2\r\n:0\r\n_\r\n",               // null TTL
+        "~3\r\n:1\r\n:42\r\n:1\r\n",       // a set
+        ">3\r\n:1\r\n:42\r\n:1\r\n",       // a push
+        "*3\r\n:1\r\n*1\r\n:42\r\n:1\r\n", // nested aggregate
+        "*3\r\n:1\r\n:42\r\n*1\r\n:1\r\n", // nested aggregate last
+        "*3\r\n:1\r\n:42\r\n:1\r\n:1\r\n", // a second reply after a good one
+        "*2\r\n:0\r\n:1234\r\n+OK\r\n",    // a second reply after a refusal
+    };
+    for (const char* text : bad) {
+        BOOST_TEST_CONTEXT("reply " << std::string_view(text).size() << " bytes: " << text) {
+            acquire_reply r;
+            BOOST_TEST(corolock::detail::decode_acquire(wire(text), r) == error::unexpected_reply);
+            BOOST_TEST(corolock::detail::decode_acquire(wire(text), r) ==
+                       corolock::condition::protocol_violation);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(acquire_numbers_must_be_whole_numbers) {
+    // Nodes the parser would refuse, to check the decoder on its own.
+    for (std::string token :
+         {"", "12a", " 12", "12 ", "+12", "0x10", "1e3", "-1", "18446744073709551616"}) {
+        BOOST_TEST_CONTEXT("token text '" << token << "'") {
+            const generic_response resp{aggregate(type::array, 3), leaf(type::number, "1", 1),
+                                        leaf(type::number, token, 1), leaf(type::number, "1", 1)};
+            acquire_reply r;
+            BOOST_TEST(corolock::detail::decode_acquire(resp, r) == error::unexpected_reply);
+        }
+    }
+    // Declared size and node count disagree.
+    const generic_response short_array{aggregate(type::array, 3), leaf(type::number, "0", 1),
+                                       leaf(type::number, "5", 1)};
+    acquire_reply r;
+    BOOST_TEST(corolock::detail::decode_acquire(short_array, r) == error::unexpected_reply);
+}
+
+// ---------------------------------------------------------------------------------------------
+// decode_release, decode_integer
+
+BOOST_AUTO_TEST_CASE(release_replies) {
+    std::int64_t left = 99;
+    BOOST_TEST(!corolock::detail::decode_release(wire(":0\r\n"), left));
+    BOOST_TEST(left == 0);
+    BOOST_TEST(!corolock::detail::decode_release(wire(":-1\r\n"), left));
+    BOOST_TEST(left == -1);
+    BOOST_TEST(!corolock::detail::decode_release(wire(":3\r\n"), left));
+    BOOST_TEST(left == 3);
+
+    BOOST_TEST(corolock::detail::decode_release(wire("-WRONGTYPE not a lock\r\n"), left) ==
+               error::wrong_type);
+    BOOST_TEST(corolock::detail::decode_release(wire("-STALE x\r\n"), left) == error::stale_token);
+    BOOST_TEST(corolock::detail::decode_release(wire("-ERR oom\r\n"), left) == error::server_error);
+
+    for (const char* text : {"", ":-2\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n", ",0\r\n", "#f\r\n",
+                             "*1\r\n:0\r\n", ":0\r\n:0\r\n", "(0\r\n"}) {
+        BOOST_TEST_CONTEXT("reply " << text) {
+            BOOST_TEST(corolock::detail::decode_release(wire(text), left) ==
+                       error::unexpected_reply);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(integer_replies) {
+    std::int64_t v = 0;
+    BOOST_TEST(!corolock::detail::decode_integer(wire(":1\r\n"), v));
+    BOOST_TEST(v == 1);
+    BOOST_TEST(!corolock::detail::decode_integer(wire(":-2\r\n"), v)); // PTTL of a missing key
+    BOOST_TEST(v == -2);
+    BOOST_TEST(!corolock::detail::decode_integer(wire(":9223372036854775807\r\n"), v));
+    BOOST_TEST(v == INT64_MAX);
+
+    BOOST_TEST(corolock::detail::decode_integer(wire("-WRONGTYPE x\r\n"), v) == error::wrong_type);
+    BOOST_TEST(corolock::detail::decode_integer(wire("-STALE x\r\n"), v) == error::stale_token);
+    BOOST_TEST(corolock::detail::decode_integer(wire("-BUSY script\r\n"), v) ==
+               error::server_error);
+
+    for (const char* text : {"", "_\r\n", "$1\r\n7\r\n", "+7\r\n", ",7\r\n", "(7\r\n", "*0\r\n",
+                             "*1\r\n:7\r\n", ":7\r\n:8\r\n"}) {
+        BOOST_TEST_CONTEXT("reply " << text) {
+            BOOST_TEST(corolock::detail::decode_integer(wire(text), v) == error::unexpected_reply);
+        }
+    }
+    // Nodes the parser would refuse, to check the decoder on its own.
+    for (std::string text : {"7x", "", "9223372036854775808", "-9223372036854775809", "0x7"}) {
+        BOOST_TEST_CONTEXT("number text '" << text << "'") {
+            BOOST_TEST(corolock::detail::decode_integer({leaf(type::number, text)}, v) ==
+                       error::unexpected_reply);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// decode_renew
+
+BOOST_AUTO_TEST_CASE(renew_replies) {
+    std::vector<bool> out{true, true, true, true, true};
+    BOOST_TEST(!corolock::detail::decode_renew(wire("*3\r\n:1\r\n:0\r\n:1\r\n"), out));
+    BOOST_TEST((out == std::vector<bool>{true, false, true}));
+    BOOST_TEST(!corolock::detail::decode_renew(wire("*0\r\n"), out));
+    BOOST_TEST(out.empty());
+
+    // A full batch of 100.
+    std::string batch = "*100\r\n";
+    for (int i = 0; i < 100; ++i)
+        batch += i % 3 ? ":1\r\n" : ":0\r\n";
+    BOOST_TEST(!corolock::detail::decode_renew(wire(batch), out));
+    BOOST_REQUIRE_EQUAL(out.size(), 100u);
+    for (int i = 0; i < 100; ++i)
+        BOOST_TEST(bool(out[i]) == (i % 3 != 0));
+}
+
+BOOST_AUTO_TEST_CASE(renew_error_and_malformed_replies) {
+    std::vector<bool> out;
+    BOOST_TEST(corolock::detail::decode_renew(wire("-WRONGTYPE x\r\n"), out) == error::wrong_type);
+    BOOST_TEST(corolock::detail::decode_renew(wire("-ERR Error running script\r\n"), out) ==
+               error::server_error);
+    BOOST_TEST(corolock::detail::decode_renew(wire("*2\r\n:1\r\n-ERR x\r\n"), out) ==
+               error::server_error);
+
+    for (const char* text :
+         {"", ":1\r\n", "_\r\n", "*1\r\n:2\r\n", "*1\r\n:-1\r\n", "*1\r\n$1\r\n1\r\n",
+          "*1\r\n#t\r\n", "*1\r\n_\r\n", "*2\r\n:1\r\n*1\r\n:1\r\n", "~1\r\n:1\r\n",
+          "%1\r\n:1\r\n:1\r\n", "*1\r\n:1\r\n:1\r\n", "*0\r\n*0\r\n"}) {
+        BOOST_TEST_CONTEXT("reply " << text) {
+            BOOST_TEST(corolock::detail::decode_renew(wire(text), out) == error::unexpected_reply);
+        }
+    }
+    // Declared size larger than the nodes present.
+    const generic_response truncated{aggregate(type::array, 2), leaf(type::number, "1", 1)};
+    BOOST_TEST(corolock::detail::decode_renew(truncated, out) == error::unexpected_reply);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripts
+
+BOOST_AUTO_TEST_CASE(fenced_source_wraps_the_body) {
+    const std::string body = "local v = redis.call('DECRBY', KEYS[1], ARGV[1])\nreturn v";
+    const std::string src = corolock::detail::make_fenced_source(body);
+    BOOST_TEST(src.find(body) != std::string::npos);
+    // The guard: the fence key (KEYS[1]) must still hold the caller's token (ARGV[1]).
+    const auto guard = src.find("redis.call('GET', KEYS[1]) ~= ARGV[1]");
+    BOOST_TEST(guard != std::string::npos);
+    const auto stale = src.find("STALE");
+    BOOST_TEST(stale != std::string::npos);
+    BOOST_TEST(guard < stale);
+    BOOST_TEST(stale < src.find(body)); // checked before the body can run
+    // The body sees the caller's own keys and arguments.
+    BOOST_TEST(src.find("unpack(KEYS, 2)") != std::string::npos);
+    BOOST_TEST(src.find("unpack(ARGV, 2)") != std::string::npos);
+    // A trailing comment in the body does not swallow the wrapper's closing code.
+    const std::string commented = corolock::detail::make_fenced_source("return 1 -- done");
+    BOOST_TEST(commented.find("-- done\n") != std::string::npos);
+
+    // fenced_script uses it; different bodies give different scripts.
+    const corolock::fenced_script f(body), g("return 2");
+    BOOST_TEST(f.wrapped().source() == src);
+    BOOST_TEST(f.wrapped().sha1() != g.wrapped().sha1());
+}
+
+BOOST_AUTO_TEST_CASE(script_digests) {
+    const corolock::script* all[] = {
+        &corolock::detail::acquire_script(), &corolock::detail::release_script(),
+        &corolock::detail::renew_script(), &corolock::detail::force_unlock_script()};
+    std::set<std::string> digests;
+    for (const auto* s : all) {
+        BOOST_TEST(s->sha1().size() == 40u);
+        BOOST_TEST(is_lower_hex(s->sha1()), s->sha1());
+        BOOST_TEST(!s->source().empty());
+        digests.insert(s->sha1());
+    }
+    BOOST_TEST(digests.size() == 4u);
+    // One object each, built once.
+    BOOST_TEST(&corolock::detail::acquire_script() == all[0]);
+    // The digest is SHA1 of the source, as SCRIPT LOAD computes it.
+    BOOST_TEST(corolock::script("return 1").sha1() == "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+}
+
+BOOST_AUTO_TEST_CASE(scripts_refuse_foreign_keys_and_publish_releases) {
+    // What the decoders above rely on: the scripts answer WRONGTYPE for a key that is not a
+    // corolock lock, and the frees publish on the channel they are given.
+    const auto& acquire = corolock::detail::acquire_script().source();
+    const auto& release = corolock::detail::release_script().source();
+    const auto& force = corolock::detail::force_unlock_script().source();
+    BOOST_TEST(acquire.find("WRONGTYPE") != std::string::npos);
+    BOOST_TEST(release.find("WRONGTYPE") != std::string::npos);
+    BOOST_TEST(acquire.find("'TIME'") != std::string::npos); // fence seeded from the server
+    BOOST_TEST(acquire.find("'INCR', KEYS[2]") != std::string::npos);
+    BOOST_TEST(release.find("'PUBLISH', ARGV[2], 'released'") != std::string::npos);
+    BOOST_TEST(force.find("'PUBLISH', ARGV[1], 'released'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
