@@ -263,6 +263,7 @@ void connection_impl::start_run(asio::any_completion_handler<void(error_code)> h
                                for (auto& [channel, ls] : self->listeners_)
                                    for (auto& l : ls)
                                        l->on_stop();
+                               self->run_stop_hook();
                                deliver(std::move(h), self->user_ex_, ec);
                            }));
     });

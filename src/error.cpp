@@ -123,12 +123,13 @@ public:
     bool equivalent(const boost::system::error_code& code, int cond) const noexcept override {
         if (code.category() == corolock::error_category())
             return code.default_error_condition() == boost::system::error_condition(cond, *this);
-        // Socket-level failures are connection failures too.
+        // Socket-level failures are connection failures too; a cancellation is not.
         if (static_cast<condition>(cond) == condition::connection_failure)
-            return code.category() == boost::asio::error::get_system_category() ||
-                   code.category() == boost::asio::error::get_misc_category() ||
-                   code.category() == boost::asio::error::get_netdb_category() ||
-                   code.category() == boost::asio::error::get_addrinfo_category();
+            return code != boost::asio::error::operation_aborted &&
+                   (code.category() == boost::asio::error::get_system_category() ||
+                    code.category() == boost::asio::error::get_misc_category() ||
+                    code.category() == boost::asio::error::get_netdb_category() ||
+                    code.category() == boost::asio::error::get_addrinfo_category());
         return false;
     }
 };

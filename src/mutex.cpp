@@ -80,7 +80,7 @@ struct lock_state : std::enable_shared_from_this<lock_state> {
         lost_view.store(lost_flag, std::memory_order_relaxed);
     }
     error_code validate() const {
-        if (name.empty())
+        if (!lockable_name(name))
             return error::invalid_name;
         if (opts.lease < std::chrono::milliseconds(1) || opts.lease > std::chrono::hours(24 * 365))
             return error::invalid_lease;
@@ -156,6 +156,15 @@ public:
             next->wake.cancel();
         }
         s.attempt_now = false;
+    }
+    // The connection stopped for good: no renewal can happen, so every held lease is lost now,
+    // and every waiter wakes up to learn it.
+    void on_connection_stopped() {
+        for (auto& s : std::vector(watched_))
+            lose(*s, error::lease_lost);
+        for (auto& [name, q] : queues_)
+            for (lock_state* s : q.fifo)
+                s->wake.cancel();
     }
     bool is_head(const lock_state& s) const {
         auto it = queues_.find(s.name);
@@ -334,7 +343,14 @@ namespace {
 
 std::shared_ptr<lock_service> service_of(connection_impl& c) {
     return std::static_pointer_cast<lock_service>(
-        c.lock_service([&c] { return std::make_shared<lock_service>(c); }));
+        c.lock_service([&c](std::function<void()>& on_stop) {
+            auto svc = std::make_shared<lock_service>(c);
+            on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
+                if (auto s = weak.lock())
+                    s->on_connection_stopped();
+            };
+            return svc;
+        }));
 }
 
 // Runs a script through the connection and waits for it from a coroutine on the strand. With
@@ -451,7 +467,8 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
             if (!call->done)
                 co_return std::tuple{error_code(asio::error::operation_aborted), false};
             if (call->ec) {
-                if (once || s->server_count > 0 || !is_connection_error(call->ec))
+                // Only a lost connection is worth riding out; anything else is final.
+                if (once || s->server_count > 0 || call->ec != error::connection_lost)
                     co_return std::tuple{call->ec, false};
                 // Unknown outcome while waiting: undo it (owner-checked, queued ahead of the
                 // next attempt) and keep waiting until the deadline.
@@ -497,6 +514,8 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
         auto cs = co_await asio::this_coro::cancellation_state;
         if (cs.cancelled() != asio::cancellation_type::none)
             co_return std::tuple{error_code(asio::error::operation_aborted), false};
+        if (s->conn->stopped())
+            co_return std::tuple{error_code(error::not_connected), false};
         if (deadline && clock::now() >= *deadline)
             co_return std::tuple{error_code(error::acquire_timeout), false};
         if (!ec && svc.is_head(*s)) {

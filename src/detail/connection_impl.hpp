@@ -17,6 +17,7 @@
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,14 +106,26 @@ public:
     std::size_t push_buffer_size() const noexcept { return cfg_.push_buffer_size; }
     void count_dropped_push() noexcept { pushes_dropped_.fetch_add(1, std::memory_order_relaxed); }
 
-    // The lock layer's per-connection state, created on first use by `make` (any thread).
+    // The lock layer's per-connection state, created on first use by `make(hook)` (any
+    // thread), which may also set `hook`: called on the strand when async_run ends for good.
     template <class Make>
     std::shared_ptr<void> lock_service(Make make) {
         std::lock_guard<std::mutex> g(lock_service_mutex_);
         if (!lock_service_)
-            lock_service_ = make();
+            lock_service_ = make(stop_hook_);
         return lock_service_;
     }
+    void run_stop_hook() {
+        std::function<void()> hook;
+        {
+            std::lock_guard<std::mutex> g(lock_service_mutex_);
+            hook = stop_hook_;
+        }
+        if (hook)
+            hook();
+    }
+    // True once async_run has ended (or cancel() came first): requests fail at once. Strand only.
+    bool stopped() const noexcept { return stopped_; }
     std::shared_ptr<void> existing_lock_service() {
         std::lock_guard<std::mutex> g(lock_service_mutex_);
         return lock_service_;
@@ -163,6 +176,7 @@ private:
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
     std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
+    std::function<void()> stop_hook_;
 
     std::atomic<std::uint64_t> commands_{0}, writes_{0}, bytes_written_{0}, bytes_read_{0},
         replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0};

@@ -5,11 +5,26 @@
 
 namespace corolock::detail {
 
-std::string derived_key(std::string_view name, std::string_view suffix) {
+namespace {
+
+// Redis cluster's rule: the tag is between the first '{' and the first '}' after it, if
+// non-empty.
+bool has_hash_tag(std::string_view name) noexcept {
     const auto open = name.find('{');
-    const bool tagged = open != std::string_view::npos &&
-                        name.find('}', open + 1) != std::string_view::npos &&
-                        name.find('}', open + 1) > open + 1;
+    if (open == std::string_view::npos)
+        return false;
+    const auto close = name.find('}', open + 1);
+    return close != std::string_view::npos && close > open + 1;
+}
+
+} // namespace
+
+bool lockable_name(std::string_view name) noexcept {
+    return !name.empty() && (has_hash_tag(name) || name.find('}') == std::string_view::npos);
+}
+
+std::string derived_key(std::string_view name, std::string_view suffix) {
+    const bool tagged = has_hash_tag(name);
     std::string out;
     out.reserve(name.size() + suffix.size() + 3);
     if (tagged) {

@@ -19,6 +19,10 @@ namespace corolock::detail {
 // carries a hash tag, else `{name}:suffix`.
 std::string derived_key(std::string_view name, std::string_view suffix);
 
+// Whether derived_key can keep `name`'s slot: false for an empty name and for a name without a
+// hash tag that contains '}' (wrapping it in braces would end the tag early).
+bool lockable_name(std::string_view name) noexcept;
+
 const script& acquire_script();
 const script& release_script();
 const script& renew_script();

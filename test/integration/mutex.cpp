@@ -157,6 +157,7 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_fail_before_redis, fixture) {
     asio::io_context idle;
     corolock::connection offline(idle.get_executor(), config_for(srv), quiet());
     corolock::mutex empty(offline, "");
+    corolock::mutex braces(offline, "a}b"); // no hash tag, and a '}': refused
     corolock::mutex zero(offline, "x", lease_of(0s));
     corolock::mutex negative(offline, "x", lease_of(-5s));
     corolock::mutex ok(offline, "x");
@@ -167,13 +168,15 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_fail_before_redis, fixture) {
     negative.async_acquire(record);
     ok.async_acquire_for(-1ms, record);
     empty.async_try_acquire([&](error_code ec, bool) { got.push_back(ec); });
+    braces.async_acquire(record);
     idle.run_for(2s);
-    BOOST_REQUIRE_EQUAL(got.size(), 5u);
+    BOOST_REQUIRE_EQUAL(got.size(), 6u);
     BOOST_TEST(got[0] == error::invalid_name);
     BOOST_TEST(got[1] == error::invalid_lease);
     BOOST_TEST(got[2] == error::invalid_lease);
     BOOST_TEST(got[3] == error::invalid_wait);
     BOOST_TEST(got[4] == corolock::condition::invalid_argument);
+    BOOST_TEST(got[5] == error::invalid_name);
     BOOST_TEST(offline.stats().commands == 0u);
 }
 
@@ -569,6 +572,91 @@ BOOST_FIXTURE_TEST_CASE(fenced_write_refuses_stale_token, fixture) {
         BOOST_TEST((ec == error::stale_token || ec == error::not_owner));
         BOOST_TEST(srv.command({"GET", "stock"}) == "$1\r\n8\r\n");
     });
+}
+
+BOOST_FIXTURE_TEST_CASE(max_hold_stops_the_watchdog_and_tells_the_holder, fixture) {
+    run([&]() -> awaitable<void> {
+        auto opts = lease_of(300ms);
+        opts.max_hold = 700ms;
+        corolock::mutex m(conn, "lock:maxhold", opts);
+        co_await m.async_acquire();
+        auto [ec] = co_await m.async_wait_lost(tuple_deferred);
+        BOOST_TEST(ec == error::max_hold_reached);
+        BOOST_TEST(m.lost());
+        co_await sleep_for(400ms); // no renewal since: the key runs out
+        BOOST_TEST(!exists("lock:maxhold"));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(force_unlock_frees_and_wakes_waiters, fixture) {
+    run(
+        [&]() -> awaitable<void> {
+            corolock::mutex holder(conn, "lock:force", lease_of(300ms)), waiter(conn, "lock:force"),
+                admin(conn, "lock:force");
+            co_await holder.async_acquire();
+            error_code waited = asio::error::would_block;
+            waiter.async_acquire([&](error_code ec) { waited = ec; });
+            co_await sleep_for(50ms);
+            BOOST_TEST(waited == asio::error::would_block); // still waiting
+            const auto pubsub = corolock::get_lock_stats(conn).pubsub_wakeups;
+            bool deleted = co_await admin.async_force_unlock();
+            BOOST_TEST(deleted);
+            auto [lost] = co_await holder.async_wait_lost(tuple_deferred);
+            BOOST_TEST(lost == error::lease_lost); // the holder's next renewal finds it gone
+            while (waited == asio::error::would_block)
+                co_await sleep_for(5ms);
+            BOOST_TEST(!waited);
+            BOOST_TEST(waiter.held());
+            BOOST_TEST(corolock::get_lock_stats(conn).pubsub_wakeups > pubsub);
+            co_await waiter.async_release();
+        },
+        60s);
+}
+
+BOOST_FIXTURE_TEST_CASE(guard_and_destructor_release_without_blocking, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:guard");
+        {
+            co_await m.async_acquire();
+            corolock::unique_hold hold(m);
+            BOOST_TEST(exists("lock:guard"));
+        } // schedules the release
+        for (int i = 0; i < 100 && exists("lock:guard"); ++i)
+            co_await sleep_for(5ms);
+        BOOST_TEST(!exists("lock:guard"));
+        BOOST_TEST(!m.held());
+        {
+            corolock::mutex doomed(conn, "lock:doomed");
+            co_await doomed.async_acquire();
+            co_await doomed.async_acquire(); // two holds: destruction releases them all
+        }
+        for (int i = 0; i < 100 && exists("lock:doomed"); ++i)
+            co_await sleep_for(5ms);
+        BOOST_TEST(!exists("lock:doomed"));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(stopping_the_connection_ends_waits_and_leases, fixture) {
+    error_code waiter_ec = asio::error::would_block, lost_ec = asio::error::would_block;
+    std::unique_ptr<corolock::mutex> holder, waiter;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            holder = std::make_unique<corolock::mutex>(conn, "lock:stop");
+            waiter = std::make_unique<corolock::mutex>(conn, "lock:stop");
+            co_await holder->async_acquire();
+            waiter->async_acquire([&](error_code ec) { waiter_ec = ec; }); // no deadline
+            holder->async_wait_lost([&](error_code ec) { lost_ec = ec; });
+            co_await sleep_for(100ms);
+            conn.cancel();
+        }(),
+        30s); // the drain check: nothing may be left waiting for a 30 s lease
+    BOOST_TEST(waiter_ec == error::not_connected);
+    BOOST_TEST(lost_ec == error::lease_lost);
+    BOOST_TEST(holder->lost());
+    BOOST_TEST(
+        !(error_code(asio::error::operation_aborted) == corolock::condition::connection_failure));
 }
 
 BOOST_AUTO_TEST_CASE(holder_process_killed_lock_frees_within_lease) {
