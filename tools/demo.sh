@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the demo program and runs it against a throw-away redis-server on a free port.
 #
-#   tools/demo.sh [ARGS...]                         ARGS go to the demo after --host/--port
-#   DEMO_TARGET=corolock_flash_sale tools/demo.sh   another program from example/
+#   tools/demo.sh [ARGS...]                            ARGS go to the demo after --host/--port
+#   DEMO_TARGET=corolock_demo_pipeline tools/demo.sh   another program from example/
 # shellcheck disable=SC2119 # configure_main_build takes optional extra cmake arguments
 set -euo pipefail
-DEMO_TARGET=${DEMO_TARGET:-corolock_demo_pipeline}
+DEMO_TARGET=${DEMO_TARGET:-corolock_flash_sale}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=tools/common.sh
 source tools/common.sh
