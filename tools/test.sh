@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds corolock and runs every test: the g++ build with unit, header, integration and example
-# tests, then an ASan+UBSan build, then the RESP3 fuzzer. Every stage runs even if an earlier one
+# tests, then an ASan+UBSan build, a TSan build, then the RESP3 fuzzer. Every stage runs even if an earlier one
 # failed; the summary at the end says which did, and the exit status is non-zero if any did.
 #
 #   tools/test.sh            everything (CI runs this)
@@ -92,6 +92,14 @@ stage_asan() {
     run_ctest asan --test-dir build-asan -L 'unit|integration'
 }
 
+stage_tsan() {
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
+        -DCOROLOCK_SANITIZE=thread -DCOROLOCK_BUILD_EXAMPLES=OFF -DCOROLOCK_BUILD_BENCH=OFF
+    cmake --build build-tsan -j"$JOBS" --target corolock_unit_tests corolock_integration_tests
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    run_ctest tsan --test-dir build-tsan -L 'unit|integration' -E header_check
+}
+
 stage_fuzz() {
     cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
         -DCOROLOCK_FUZZ=ON -DCOROLOCK_BUILD_TESTS=OFF -DCOROLOCK_BUILD_EXAMPLES=OFF \
@@ -135,9 +143,11 @@ unset COROLOCK_REDIS_HOST COROLOCK_REDIS_PORT
 
 if $quick; then
     skip_stage asan --quick
+    skip_stage tsan --quick
     skip_stage fuzz --quick
 else
     run_stage asan stage_asan
+    run_stage tsan stage_tsan
     if [[ -f test/fuzz/CMakeLists.txt ]]; then
         run_stage fuzz stage_fuzz
     else
@@ -154,7 +164,7 @@ failed=0
         printf '  %-8s %-40s %5ss\n' "${stage_names[i]}" "${stage_results[i]}" "${stage_seconds[i]}"
         [[ ${stage_results[i]} == pass || ${stage_results[i]} == skipped* ]] || failed=1
     done
-    for name in main asan; do
+    for name in main asan tsan; do
         file=$LOG_DIR/ctest-$name.log
         [[ -f $file ]] || continue
         echo "  ctest ($name):"
