@@ -505,6 +505,9 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
         } else if (svc.is_head(*s)) {
             wait = fallback.next(svc.rng()); // promoted: a release message will wake us
         }
+        // A release message that came while our attempt was on the wire must not be lost.
+        if (svc.is_head(*s) && s->attempt_now)
+            continue;
         auto until =
             wait == clock::duration::max() ? clock::time_point::max() : clock::now() + wait;
         if (deadline)

@@ -659,6 +659,38 @@ BOOST_FIXTURE_TEST_CASE(stopping_the_connection_ends_waits_and_leases, fixture) 
         !(error_code(asio::error::operation_aborted) == corolock::condition::connection_failure));
 }
 
+BOOST_FIXTURE_TEST_CASE(handoffs_between_connections_need_no_fallback_timer, fixture) {
+    // Two processes' worth of waiters (two connections) alternate on one lock: every handoff
+    // must come from a release message, none from the fallback timer. (A message consumed while
+    // the head's attempt is on the wire is re-attempted at once; here the next release would
+    // hide such a loss, so this checks the handoff path, not that race.)
+    corolock::connection other(ioc.get_executor(), config_for(srv), quiet());
+    run([&]() -> awaitable<void> {
+        other.async_run(asio::detached);
+        auto worker = [&](corolock::connection& c) -> awaitable<void> {
+            // A long fallback: any timer wake-up here means a lost release message.
+            auto opts = lease_of(5s);
+            opts.retry_base = 1s;
+            opts.retry_max = 2s;
+            corolock::mutex m(c, "lock:pingpong", opts);
+            for (int i = 0; i < 500; ++i) {
+                co_await m.async_acquire_for(20s);
+                co_await m.async_release();
+            }
+        };
+        co_await asio::experimental::make_parallel_group(
+            asio::co_spawn(ioc, worker(conn), asio::deferred),
+            asio::co_spawn(ioc, worker(other), asio::deferred))
+            .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+        const auto a = corolock::get_lock_stats(conn), b = corolock::get_lock_stats(other);
+        BOOST_TEST_MESSAGE("1000 cycles: pub/sub wake-ups " << a.pubsub_wakeups + b.pubsub_wakeups
+                                                            << ", timer wake-ups "
+                                                            << a.timer_wakeups + b.timer_wakeups);
+        BOOST_TEST(a.timer_wakeups + b.timer_wakeups == 0u);
+        other.cancel();
+    });
+}
+
 BOOST_AUTO_TEST_CASE(holder_process_killed_lock_frees_within_lease) {
     redis_process srv;
     int ready[2];
