@@ -5,13 +5,24 @@
 //
 //   corolock-bench pipeline [--coroutines K] [--seconds S] [--threads N] [--host H --port P]
 //                           [--json]
+//   corolock-bench lock [--seconds S] [--locks N] [--host H --port P] [--json]
 //
 // pipeline: K coroutines each loop `SET key:<i> <16-byte value>` over ONE corolock::connection
 // for S seconds (after a 1 s warm-up), then redis-benchmark (-c 1 -P 64, one connection with 64
-// commands in flight) runs SET for about as long. Without --host/--port a private redis-server
-// is started on a free loopback port and stopped at the end.
+// commands in flight) runs SET for about as long.
+//
+// lock: over ONE connection, (1) acquire+release cycles/s on distinct names with 1, 50 and 256
+// coroutines, next to redis-benchmark running the library's own acquire and release scripts with
+// as many commands in flight; (2) 50 coroutines contending for one name, holding 0 and 1 ms;
+// (3) nested re-acquisition of a held lock; (4) N locks held under the watchdog: client memory
+// per lock and renewal traffic. See bench/README.md.
+//
+// Without --host/--port a private redis-server is started on a free loopback port and stopped at
+// the end, on every path.
+#include "detail/lock_scripts.hpp"
 #include "redis_server.hpp"
 #include <corolock/connection.hpp>
+#include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -29,8 +40,11 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <limits>
+#include <malloc.h>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -38,6 +52,7 @@
 #include <string_view>
 #include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -49,6 +64,8 @@ using clock_type = std::chrono::steady_clock;
 constexpr auto warmup = 1s;
 constexpr std::string_view value_16 = "0123456789abcdef";
 constexpr int benchmark_pipeline = 64;
+constexpr double default_pipeline_seconds = 5;
+constexpr double default_lock_seconds = 3;
 
 // ------------------------------------------------------------------------------------------------
 // Options shared by every subcommand.
@@ -57,16 +74,23 @@ struct options {
     std::optional<std::string> host;
     std::optional<std::string> port;
     int coroutines = 256;
-    double seconds = 5;
+    double seconds = 0; // 0: the subcommand's default
     int threads = 1;
+    int locks = 100000;
     bool json = false;
 };
 
 void usage(std::ostream& os) {
-    os << "usage: corolock-bench pipeline [options]\n"
-          "  --coroutines K   concurrent coroutines on one connection (default 256)\n"
-          "  --seconds S      measured time after a 1 s warm-up (default 5)\n"
-          "  --threads N      io_context threads (default 1)\n"
+    os << "usage: corolock-bench pipeline|lock [options]\n"
+          "  pipeline: K coroutines loop SET over one connection, next to redis-benchmark SET\n"
+          "  lock:     acquire/release figures over one connection (uncontended, contended,\n"
+          "            reentrant, many locks under the watchdog), next to redis-benchmark\n"
+          "            running the same Lua scripts\n"
+          "  --coroutines K   pipeline: concurrent coroutines on one connection (default 256)\n"
+          "  --seconds S      measured time per figure (pipeline: 5 after 1 s warm-up;\n"
+          "                   lock: 3 after 0.5 s warm-up)\n"
+          "  --threads N      pipeline: io_context threads (default 1; lock uses one)\n"
+          "  --locks N        lock: locks held under the watchdog (default 100000)\n"
           "  --host H         use this server instead of starting one (default 127.0.0.1)\n"
           "  --port P         use this server instead of starting one\n"
           "  --json           also print the figures as one JSON object on the last line\n";
@@ -107,6 +131,9 @@ std::optional<options> parse_options(int argc, char** argv, int first) {
         } else if (arg == "--coroutines") {
             auto v = value();
             ok = v && parse_number(*v, o.coroutines) && o.coroutines > 0;
+        } else if (arg == "--locks") {
+            auto v = value();
+            ok = v && parse_number(*v, o.locks) && o.locks > 0;
         } else if (arg == "--threads") {
             auto v = value();
             ok = v && parse_number(*v, o.threads) && o.threads > 0;
@@ -382,7 +409,10 @@ reference_result run_reference(const options& o, const target& t) {
 
 // ------------------------------------------------------------------------------------------------
 
-int run_pipeline(const options& o) {
+int run_pipeline(const options& in) {
+    options o = in;
+    if (o.seconds <= 0)
+        o.seconds = default_pipeline_seconds;
     target t;
     open_target(o, t);
 
@@ -446,14 +476,1046 @@ int run_pipeline(const options& o) {
     return c.errors == 0 && c.ops > 0 ? 0 : 1;
 }
 
+// ================================================================================================
+// lock: the distributed mutex over ONE connection, next to redis-benchmark running the same Lua
+// scripts against the same server.
+
+constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+constexpr auto lock_warmup = 500ms;
+constexpr int uncontended_counts[] = {1, 50, 256};
+constexpr int contended_coroutines = 50;
+constexpr int reentrant_pairs = 200000;
+constexpr std::size_t many_in_flight = 256;
+constexpr auto fixed_lease = 10s;
+constexpr auto many_lease = 3s;
+
+clock_type::duration seconds_of(double s) {
+    return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
+}
+
+double us_between(clock_type::time_point a, clock_type::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+asio::awaitable<void> sleep_for(clock_type::duration d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(asio::use_awaitable);
+}
+
+// Nearest-rank percentile (p in [0, 1]); sorts `v`.
+double percentile(std::vector<double>& v, double p) {
+    if (v.empty())
+        return missing;
+    std::sort(v.begin(), v.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(p * double(v.size())));
+    return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+// Resident set size of this process, from /proc/self/statm (pages).
+double rss_bytes() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f)
+        return missing;
+    unsigned long size = 0, resident = 0;
+    const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+    std::fclose(f);
+    return n == 2 ? double(resident) * double(::sysconf(_SC_PAGESIZE)) : missing;
+}
+
+// Bytes handed out by malloc (small blocks + mmapped ones): unlike RSS, freed memory counts out.
+double heap_bytes() {
+    const auto mi = ::mallinfo2();
+    return double(mi.uordblks) + double(mi.hblkhd);
+}
+
+// One row of `INFO commandstats` for EVALSHA (the server's own cost per script call), and the
+// server's CPU time so far (`INFO cpu`: used_cpu_user + used_cpu_sys), which also counts its
+// socket I/O and protocol work.
+struct script_stats {
+    double calls = missing;
+    double usec_per_call = missing;
+    double failed_calls = missing;
+    double cpu_s = missing;
+};
+
+double info_field(std::string_view info, std::string_view name) {
+    const auto at = info.find(name);
+    if (at == std::string_view::npos)
+        return missing;
+    const std::string value(info.substr(at + name.size(), 32));
+    char* stop = nullptr;
+    const double v = std::strtod(value.c_str(), &stop);
+    return stop != value.c_str() ? v : missing;
+}
+
+script_stats parse_evalsha_stats(std::string_view info) {
+    script_stats s;
+    s.cpu_s = info_field(info, "used_cpu_user:") + info_field(info, "used_cpu_sys:");
+    constexpr std::string_view head = "cmdstat_evalsha:";
+    const auto at = info.find(head);
+    if (at == std::string_view::npos)
+        return s;
+    auto line = info.substr(at + head.size());
+    line = line.substr(0, line.find_first_of("\r\n"));
+    while (!line.empty()) {
+        const auto comma = line.find(',');
+        const auto field = line.substr(0, comma);
+        line = comma == std::string_view::npos ? std::string_view{} : line.substr(comma + 1);
+        const auto eq = field.find('=');
+        if (eq == std::string_view::npos)
+            continue;
+        const std::string value(field.substr(eq + 1));
+        const double v = std::strtod(value.c_str(), nullptr);
+        const auto key = field.substr(0, eq);
+        if (key == "calls")
+            s.calls = v;
+        else if (key == "usec_per_call")
+            s.usec_per_call = v;
+        else if (key == "failed_calls")
+            s.failed_calls = v;
+    }
+    return s;
+}
+
+asio::awaitable<void> reset_server_stats(corolock::connection& conn) {
+    corolock::request req;
+    req.push("CONFIG", "RESETSTAT");
+    co_await conn.async_exec(req, corolock::ignore, tuple_deferred);
+}
+
+asio::awaitable<script_stats> read_server_stats(corolock::connection& conn) {
+    corolock::request req;
+    req.push("INFO", "commandstats");
+    req.push("INFO", "cpu");
+    corolock::generic_response resp;
+    auto [ec, n] = co_await conn.async_exec(req, resp, tuple_deferred);
+    std::string text;
+    for (const auto& node : resp)
+        text += node.value;
+    co_return ec ? script_stats{} : parse_evalsha_stats(text);
+}
+
+// Workers of one measurement: the controller sets `stop` and waits for `running` to reach 0.
+// Everything runs on one thread, so plain counters are enough.
+struct crew {
+    bool stop = false;
+    int running = 0;
+    std::uint64_t errors = 0;
+    std::string first_error;
+
+    void note(corolock::error_code ec, std::string_view what) {
+        ++errors;
+        if (first_error.empty())
+            first_error = std::string(what) + ": " + ec.message();
+    }
+    void spawn(const asio::any_io_executor& ex, asio::awaitable<void> work) {
+        ++running;
+        asio::co_spawn(ex, std::move(work), [this](std::exception_ptr e) {
+            --running;
+            if (e) {
+                ++errors;
+                if (first_error.empty())
+                    first_error = "a worker threw";
+            }
+        });
+    }
+    asio::awaitable<void> finish() {
+        stop = true;
+        while (running > 0)
+            co_await sleep_for(1ms);
+    }
+};
+
+// ---- 1. uncontended: each coroutine loops acquire + release on its own name.
+
+struct uncontended_result {
+    int coroutines = 0;
+    bool watchdog = false;
+    std::uint64_t cycles = 0;
+    std::uint64_t errors = 0;
+    double elapsed_s = 0;
+    double cpu_us = 0;
+    std::uint64_t commands = 0;
+    std::uint64_t writes = 0;
+    std::uint64_t pushes = 0;
+    script_stats server;
+    double server_cpu_s = missing;
+    std::string first_error;
+
+    double cycles_per_s() const { return elapsed_s > 0 ? double(cycles) / elapsed_s : missing; }
+    double cpu_us_per_cycle() const { return cycles ? cpu_us / double(cycles) : missing; }
+    double server_cpu_us_per_cycle() const {
+        return cycles ? server_cpu_s * 1e6 / double(cycles) : missing;
+    }
+    double per_cycle(std::uint64_t v) const {
+        return cycles ? double(v) / double(cycles) : missing;
+    }
+};
+
+asio::awaitable<void> uncontended_worker(corolock::connection& conn, std::string name,
+                                         corolock::mutex_options mo, crew& c,
+                                         std::uint64_t& cycles) {
+    corolock::mutex m(conn, std::move(name), std::move(mo));
+    while (!c.stop) {
+        auto [ec] = co_await m.async_acquire(tuple_deferred);
+        if (ec) {
+            c.note(ec, "acquire");
+            co_await sleep_for(10ms); // a broken connection fails fast: do not spin on it
+            continue;
+        }
+        auto [ec2] = co_await m.async_release(tuple_deferred);
+        if (ec2) {
+            c.note(ec2, "release");
+            co_await sleep_for(10ms);
+            continue;
+        }
+        ++cycles;
+    }
+}
+
+asio::awaitable<uncontended_result> run_uncontended(corolock::connection& conn, int coroutines,
+                                                    bool watchdog, double seconds) {
+    auto ex = co_await asio::this_coro::executor;
+    crew c;
+    std::uint64_t cycles = 0;
+    corolock::mutex_options mo; // the default: 30 s lease renewed by the watchdog
+    if (!watchdog) {
+        mo.lease = fixed_lease;
+        mo.watchdog = false;
+    }
+    const std::string prefix = watchdog ? "bench:u:w:" : "bench:u:f:";
+    for (int i = 0; i < coroutines; ++i)
+        c.spawn(ex, uncontended_worker(conn, prefix + std::to_string(i), mo, c, cycles));
+
+    co_await sleep_for(lock_warmup);
+    co_await reset_server_stats(conn);
+    const auto server0 = co_await read_server_stats(conn);
+    const auto st0 = conn.stats();
+    const auto cycles0 = cycles;
+    const auto errors0 = c.errors;
+    const auto cpu0 = process_cpu_us();
+    const auto t0 = clock_type::now();
+    co_await sleep_for(seconds_of(seconds));
+    const auto t1 = clock_type::now();
+    const auto cpu1 = process_cpu_us();
+    const auto cycles1 = cycles;
+    const auto errors1 = c.errors;
+    const auto st1 = conn.stats();
+    uncontended_result r;
+    r.server = co_await read_server_stats(conn);
+    co_await c.finish();
+
+    r.coroutines = coroutines;
+    r.watchdog = watchdog;
+    r.cycles = cycles1 - cycles0;
+    r.errors = errors1 - errors0;
+    r.elapsed_s = std::chrono::duration<double>(t1 - t0).count();
+    r.cpu_us = cpu1 - cpu0;
+    r.commands = st1.commands - st0.commands;
+    r.writes = st1.writes - st0.writes;
+    r.pushes = st1.pushes - st0.pushes;
+    r.server_cpu_s = r.server.cpu_s - server0.cpu_s;
+    r.first_error = c.first_error;
+    co_return r;
+}
+
+// ---- 2. contended: 50 coroutines, each its own mutex object, on one name.
+
+struct contended_result {
+    int hold_ms = 0;
+    double elapsed_s = 0;
+    std::uint64_t cycles = 0;
+    std::uint64_t acquisitions = 0;
+    std::uint64_t errors = 0;
+    double wait_p50_us = missing, wait_p99_us = missing, wait_max_us = missing;
+    double handoff_p50_us = missing, handoff_p99_us = missing;
+    std::uint64_t handoffs_to_other = 0, handoffs_to_same = 0;
+    double idle_p50_us = missing, idle_p99_us = missing;
+    double mean_hold_us = missing;
+    std::uint64_t unordered = 0; // an acquire completed before the previous release did
+    corolock::lock_stats stats;  // deltas over the window
+    std::string first_error;
+
+    double cycles_per_s() const { return elapsed_s > 0 ? double(cycles) / elapsed_s : missing; }
+    double ideal_per_s() const { return hold_ms > 0 ? 1000.0 / hold_ms : missing; }
+    double other_share() const {
+        const auto n = handoffs_to_other + handoffs_to_same;
+        return n ? double(handoffs_to_other) / double(n) : missing;
+    }
+    double attempts_per_acquire() const {
+        return acquisitions ? double(stats.attempts) / double(acquisitions) : missing;
+    }
+};
+
+struct contended_state {
+    bool measuring = false;
+    std::vector<double> waits_us, handoffs_us, idle_us;
+    double hold_us = 0;
+    std::uint64_t acquisitions = 0, cycles = 0, to_other = 0, to_same = 0, unordered = 0;
+    clock_type::time_point last_release{}, last_release_call{};
+    bool free_since_release = false;
+    int last_holder = -1;
+};
+
+asio::awaitable<void> contended_worker(corolock::connection& conn, std::string name, int id,
+                                       clock_type::duration hold, crew& c, contended_state& s) {
+    corolock::mutex m(conn, std::move(name));
+    asio::steady_timer holding(co_await asio::this_coro::executor);
+    while (!c.stop) {
+        const auto t0 = clock_type::now();
+        auto [ec] = co_await m.async_acquire(tuple_deferred);
+        const auto t1 = clock_type::now();
+        if (ec) {
+            c.note(ec, "acquire");
+            co_await sleep_for(10ms);
+            continue;
+        }
+        if (s.measuring) {
+            s.waits_us.push_back(us_between(t0, t1));
+            ++s.acquisitions;
+            if (s.free_since_release) {
+                s.handoffs_us.push_back(us_between(s.last_release, t1));
+                s.idle_us.push_back(us_between(s.last_release_call, t1));
+                ++(id != s.last_holder ? s.to_other : s.to_same);
+            } else if (s.last_holder >= 0) {
+                ++s.unordered;
+            }
+        }
+        s.free_since_release = false;
+        if (hold > clock_type::duration::zero()) {
+            holding.expires_after(hold);
+            co_await holding.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        const auto t2 = clock_type::now();
+        auto [ec2] = co_await m.async_release(tuple_deferred);
+        if (ec2) {
+            c.note(ec2, "release");
+            co_await sleep_for(10ms);
+            continue;
+        }
+        s.last_release_call = t2;
+        s.last_release = clock_type::now();
+        s.free_since_release = true;
+        s.last_holder = id;
+        if (s.measuring) {
+            ++s.cycles;
+            s.hold_us += us_between(t1, t2);
+        }
+    }
+}
+
+corolock::lock_stats operator-(const corolock::lock_stats& a, const corolock::lock_stats& b) {
+    return {a.attempts - b.attempts,
+            a.pubsub_wakeups - b.pubsub_wakeups,
+            a.timer_wakeups - b.timer_wakeups,
+            a.renewals - b.renewals,
+            a.renewal_calls - b.renewal_calls,
+            a.leases_lost - b.leases_lost,
+            a.fast_reentries - b.fast_reentries};
+}
+
+asio::awaitable<contended_result> run_contended(corolock::connection& conn, int hold_ms,
+                                                double seconds) {
+    auto ex = co_await asio::this_coro::executor;
+    crew c;
+    contended_state s;
+    const std::string name = "bench:contended:hold" + std::to_string(hold_ms);
+    for (int i = 0; i < contended_coroutines; ++i)
+        c.spawn(ex, contended_worker(conn, name, i, std::chrono::milliseconds(hold_ms), c, s));
+
+    co_await sleep_for(lock_warmup);
+    const auto ls0 = corolock::get_lock_stats(conn);
+    const auto t0 = clock_type::now();
+    s.measuring = true;
+    co_await sleep_for(seconds_of(seconds));
+    s.measuring = false;
+    const auto t1 = clock_type::now();
+    const auto ls1 = corolock::get_lock_stats(conn);
+    co_await c.finish();
+
+    contended_result r;
+    r.hold_ms = hold_ms;
+    r.elapsed_s = std::chrono::duration<double>(t1 - t0).count();
+    r.cycles = s.cycles;
+    r.acquisitions = s.acquisitions;
+    r.errors = c.errors;
+    r.first_error = c.first_error;
+    r.handoffs_to_other = s.to_other;
+    r.handoffs_to_same = s.to_same;
+    r.unordered = s.unordered;
+    r.stats = ls1 - ls0;
+    r.wait_p50_us = percentile(s.waits_us, 0.50);
+    r.wait_p99_us = percentile(s.waits_us, 0.99);
+    r.wait_max_us = s.waits_us.empty() ? missing : s.waits_us.back();
+    r.handoff_p50_us = percentile(s.handoffs_us, 0.50);
+    r.handoff_p99_us = percentile(s.handoffs_us, 0.99);
+    r.idle_p50_us = percentile(s.idle_us, 0.50);
+    r.idle_p99_us = percentile(s.idle_us, 0.99);
+    r.mean_hold_us = s.cycles ? s.hold_us / double(s.cycles) : missing;
+    co_return r;
+}
+
+// ---- 3. reentrant: nested acquire + release on a held watchdog lock (no round trip).
+
+struct reentrant_result {
+    int pairs = 0;
+    double pair_ns = missing;
+    std::uint64_t errors = 0;
+    std::uint64_t fast_reentries = 0;
+    std::uint64_t attempts = 0; // acquire scripts sent during the nested loop (expected 0)
+    std::string first_error;
+};
+
+asio::awaitable<reentrant_result> run_reentrant(corolock::connection& conn, int pairs) {
+    reentrant_result r;
+    r.pairs = pairs;
+    corolock::mutex m(conn, "bench:reentrant");
+    if (auto [ec] = co_await m.async_acquire(tuple_deferred); ec) {
+        ++r.errors;
+        r.first_error = "outer acquire: " + ec.message();
+        co_return r;
+    }
+    auto nested = [&](int n) -> asio::awaitable<void> {
+        for (int i = 0; i < n; ++i) {
+            auto [ec] = co_await m.async_acquire(tuple_deferred);
+            if (!ec) {
+                auto [ec2] = co_await m.async_release(tuple_deferred);
+                ec = ec2;
+            }
+            if (ec && r.errors++ == 0)
+                r.first_error = "nested: " + ec.message();
+        }
+    };
+    co_await nested(1000); // warm-up
+    const auto ls0 = corolock::get_lock_stats(conn);
+    const auto t0 = clock_type::now();
+    co_await nested(pairs);
+    const auto t1 = clock_type::now();
+    const auto d = corolock::get_lock_stats(conn) - ls0;
+    r.pair_ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / pairs;
+    r.fast_reentries = d.fast_reentries;
+    r.attempts = d.attempts;
+    if (auto [ec] = co_await m.async_release(tuple_deferred); ec && r.errors++ == 0)
+        r.first_error = "outer release: " + ec.message();
+    co_return r;
+}
+
+// ---- 4. many locks held under the watchdog on one connection.
+
+struct many_result {
+    std::size_t count = 0;
+    double acquire_s = missing, release_s = missing;
+    double rss_per_lock = missing, heap_per_lock = missing;
+    double window_s = 0;
+    double window_cpu_us = 0;
+    corolock::lock_stats stats; // deltas over the window
+    std::size_t held_after = 0;
+    std::uint64_t errors = 0;
+    std::string first_error;
+
+    double per_s(std::uint64_t v) const { return window_s > 0 ? double(v) / window_s : missing; }
+    double per_call() const {
+        return stats.renewal_calls ? double(stats.renewals) / double(stats.renewal_calls) : missing;
+    }
+};
+
+asio::awaitable<void> many_worker(std::vector<std::unique_ptr<corolock::mutex>>& locks,
+                                  std::size_t& next, bool release, crew& c) {
+    while (next < locks.size()) {
+        auto& m = *locks[next++];
+        if (release) {
+            if (auto [ec] = co_await m.async_release(tuple_deferred); ec)
+                c.note(ec, "release");
+        } else {
+            if (auto [ec] = co_await m.async_acquire(tuple_deferred); ec)
+                c.note(ec, "acquire");
+        }
+    }
+}
+
+asio::awaitable<void> run_many_pass(std::vector<std::unique_ptr<corolock::mutex>>& locks,
+                                    bool release, crew& c) {
+    auto ex = co_await asio::this_coro::executor;
+    std::size_t next = 0;
+    c.stop = false;
+    for (std::size_t i = 0; i < std::min(many_in_flight, locks.size()); ++i)
+        c.spawn(ex, many_worker(locks, next, release, c));
+    while (c.running > 0)
+        co_await sleep_for(1ms);
+}
+
+asio::awaitable<many_result> run_many(corolock::connection& conn, std::size_t count,
+                                      double window) {
+    many_result r;
+    r.count = count;
+    crew c;
+    std::vector<std::unique_ptr<corolock::mutex>> locks;
+    corolock::mutex_options mo;
+    mo.lease = many_lease;
+
+    const double rss0 = rss_bytes(), heap0 = heap_bytes();
+    locks.reserve(count);
+    for (std::size_t i = 0; i < count; ++i)
+        locks.push_back(
+            std::make_unique<corolock::mutex>(conn, "bench:many:" + std::to_string(i), mo));
+    const auto a0 = clock_type::now();
+    co_await run_many_pass(locks, false, c);
+    r.acquire_s = std::chrono::duration<double>(clock_type::now() - a0).count();
+    const double rss1 = rss_bytes(), heap1 = heap_bytes();
+    r.rss_per_lock = (rss1 - rss0) / double(count);
+    r.heap_per_lock = (heap1 - heap0) / double(count);
+
+    const auto ls0 = corolock::get_lock_stats(conn);
+    const auto cpu0 = process_cpu_us();
+    const auto t0 = clock_type::now();
+    co_await sleep_for(seconds_of(window));
+    const auto t1 = clock_type::now();
+    r.window_cpu_us = process_cpu_us() - cpu0;
+    r.stats = corolock::get_lock_stats(conn) - ls0;
+    r.window_s = std::chrono::duration<double>(t1 - t0).count();
+    for (const auto& m : locks)
+        r.held_after += m->held() ? 1 : 0;
+
+    const auto rel0 = clock_type::now();
+    co_await run_many_pass(locks, true, c);
+    r.release_s = std::chrono::duration<double>(clock_type::now() - rel0).count();
+    locks.clear();
+    r.errors = c.errors;
+    r.first_error = c.first_error;
+    co_return r;
+}
+
+// ---- the corolock side of `lock`, in one io_context with one connection.
+
+struct lock_figures {
+    std::vector<uncontended_result> uncontended; // fixed lease, then watchdog, per count
+    std::vector<contended_result> contended;
+    reentrant_result reentrant;
+    many_result many;
+    std::string first_error;
+};
+
+const uncontended_result* find_uncontended(const lock_figures& f, int coroutines, bool watchdog) {
+    for (const auto& u : f.uncontended)
+        if (u.coroutines == coroutines && u.watchdog == watchdog)
+            return &u;
+    return nullptr;
+}
+
+// ---- the reference: redis-benchmark running the same scripts.
+
+struct script_reference {
+    double rps = missing;
+    std::uint64_t requests = 0;
+    script_stats server;
+    double server_cpu_us = missing; // server CPU per request
+};
+
+struct depth_reference {
+    int depth = 0;
+    script_reference acquire, release;
+    std::string note;
+
+    double limit() const { return 1.0 / (1.0 / acquire.rps + 1.0 / release.rps); }
+};
+
+// requests/s of the one test row of `redis-benchmark -q --csv <command>`.
+std::optional<double> parse_csv_rate(std::string_view out) {
+    std::size_t pos = 0;
+    while (pos < out.size()) {
+        auto end = out.find('\n', pos);
+        if (end == std::string_view::npos)
+            end = out.size();
+        std::string_view line = out.substr(pos, end - pos);
+        pos = end + 1;
+        if (auto cr = line.rfind('\r'); cr != std::string_view::npos)
+            line = line.substr(cr + 1);
+        if (line.empty() || line.front() != '"' || line.starts_with("\"test\""))
+            continue;
+        // "<command>","<rps>",... : the command has no quote (ours never does).
+        const auto sep = line.find("\",\"");
+        if (sep == std::string_view::npos)
+            continue;
+        const std::string field(line.substr(sep + 3, line.find('"', sep + 3) - (sep + 3)));
+        char* stop = nullptr;
+        const double v = std::strtod(field.c_str(), &stop);
+        if (stop != field.c_str() && v > 0)
+            return v;
+    }
+    return std::nullopt;
+}
+
+corolock::bench::captured redis_cli(const target& t, std::vector<std::string> args) {
+    std::vector<std::string> full{"redis-cli", "-h", t.host, "-p", t.port};
+    full.insert(full.end(), args.begin(), args.end());
+    return corolock::bench::capture_output(full);
+}
+
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+        s.pop_back();
+    return s;
+}
+
+double run_script_benchmark(const target& t, int depth, std::uint64_t n,
+                            const std::vector<std::string>& command, std::string& output) {
+    std::vector<std::string> args{"redis-benchmark",
+                                  "-h",
+                                  t.host,
+                                  "-p",
+                                  t.port,
+                                  "-c",
+                                  "1",
+                                  "-P",
+                                  std::to_string(depth),
+                                  "-n",
+                                  std::to_string(n),
+                                  "-r",
+                                  "100000",
+                                  "-q",
+                                  "--csv"};
+    args.insert(args.end(), command.begin(), command.end());
+    const auto out = corolock::bench::capture_output(args);
+    output = out.output;
+    if (out.exit_code != 0)
+        return missing;
+    return parse_csv_rate(out.output).value_or(missing);
+}
+
+// `acquire` then `release` (same count, so the holds taken are the holds given back), each with
+// the server's per-call cost; a short calibration first picks the count for about `seconds`.
+depth_reference run_lock_reference(const target& t, int depth, double seconds) {
+    depth_reference r;
+    r.depth = depth;
+    const auto& acq = corolock::detail::acquire_script();
+    const auto& rel = corolock::detail::release_script();
+    // Each __rand_int__ is drawn on its own, so the fence key and channel do not follow the
+    // lock name: another key of the same kind, at the same cost.
+    const std::vector<std::string> acquire_cmd{
+        "EVALSHA", acq.sha1(), "2", "bench:k:__rand_int__", "{bench:k:__rand_int__}:fence",
+        "owner",   "10000"};
+    const std::vector<std::string> release_cmd{"EVALSHA", rel.sha1(),
+                                               "1",       "bench:k:__rand_int__",
+                                               "owner",   "{bench:k:__rand_int__}:released",
+                                               "one"};
+    auto round = [depth](std::uint64_t n) {
+        const auto d = static_cast<std::uint64_t>(depth);
+        return std::max<std::uint64_t>(d, n / d * d);
+    };
+    std::string output;
+    redis_cli(t, {"FLUSHALL"});
+    const std::uint64_t calibration = round(10000);
+    const double rate = run_script_benchmark(t, depth, calibration, acquire_cmd, output);
+    run_script_benchmark(t, depth, calibration, release_cmd, output);
+    if (!std::isfinite(rate)) {
+        r.note = "redis-benchmark failed: " + trimmed(output);
+        return r;
+    }
+    const auto n =
+        round(std::max<std::uint64_t>(calibration, static_cast<std::uint64_t>(rate * seconds)));
+    redis_cli(t, {"FLUSHALL"});
+    for (auto* which : {&r.acquire, &r.release}) {
+        redis_cli(t, {"CONFIG", "RESETSTAT"});
+        const auto before = parse_evalsha_stats(redis_cli(t, {"INFO", "cpu"}).output);
+        which->requests = n;
+        which->rps = run_script_benchmark(t, depth, n,
+                                          which == &r.acquire ? acquire_cmd : release_cmd, output);
+        which->server = parse_evalsha_stats(redis_cli(t, {"INFO", "everything"}).output);
+        which->server_cpu_us = (which->server.cpu_s - before.cpu_s) * 1e6 / double(n);
+        if (!std::isfinite(which->rps))
+            r.note = "redis-benchmark failed: " + trimmed(output);
+        else if (which->server.failed_calls > 0)
+            r.note = "the server failed some script calls (NOSCRIPT?): figures are not comparable";
+    }
+    redis_cli(t, {"FLUSHALL"});
+    return r;
+}
+
+// Empty when redis-benchmark can run the library's scripts on this server; else why not.
+std::string check_reference(const target& t) {
+    if (!corolock::bench::in_path("redis-benchmark") || !corolock::bench::in_path("redis-cli"))
+        return "redis-benchmark or redis-cli not found in PATH: no reference, ratios are null";
+    for (const auto* s :
+         {&corolock::detail::acquire_script(), &corolock::detail::release_script()}) {
+        const auto sha = trimmed(redis_cli(t, {"SCRIPT", "LOAD", s->source()}).output);
+        if (sha != s->sha1())
+            return "SCRIPT LOAD answered '" + sha + "', expected " + s->sha1() +
+                   ": no reference, ratios are null";
+    }
+    return {};
+}
+
+// Runs blocking work (a child process) on its own thread while the io_context keeps serving the
+// connection (health checks, the watchdog).
+asio::awaitable<void> run_in_thread(const std::function<void()>& work) {
+    std::atomic<bool> done{false};
+    std::exception_ptr failure;
+    std::thread th([&] {
+        try {
+            work();
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        done = true;
+    });
+    while (!done)
+        co_await sleep_for(5ms);
+    th.join();
+    if (failure)
+        std::rethrow_exception(failure);
+}
+
+// Everything of `lock` in one io_context with one connection. The reference for each depth runs
+// right after corolock's figures at that depth, so both see the same machine load.
+lock_figures run_corolock_lock(const options& o, const target& t,
+                               std::vector<depth_reference>& refs, std::string& ref_note) {
+    asio::io_context ioc(1);
+    corolock::connection_config cfg;
+    cfg.host = t.host;
+    cfg.port = t.port;
+    cfg.client_name = "corolock-bench";
+    corolock::connection conn(ioc.get_executor(), cfg, {corolock::logger::level::error, {}});
+    lock_figures f;
+
+    auto controller = [&]() -> asio::awaitable<void> {
+        corolock::request ping;
+        ping.push("PING");
+        if (auto [ec, n] = co_await conn.async_exec(ping, corolock::ignore, tuple_deferred); ec) {
+            f.first_error = "first PING failed: " + ec.message();
+            conn.cancel();
+            co_return;
+        }
+        const std::function<void()> check = [&] { ref_note = check_reference(t); };
+        co_await run_in_thread(check);
+        for (const int k : uncontended_counts) {
+            for (const bool watchdog : {false, true}) {
+                std::cerr << "corolock-bench: uncontended, " << k << " coroutine(s), "
+                          << (watchdog ? "watchdog" : "fixed lease") << "\n";
+                f.uncontended.push_back(co_await run_uncontended(conn, k, watchdog, o.seconds));
+            }
+            if (!ref_note.empty())
+                continue;
+            std::cerr << "corolock-bench: redis-benchmark -c 1 -P " << k
+                      << ", acquire and release scripts\n";
+            const std::function<void()> reference = [&] {
+                refs.push_back(run_lock_reference(t, k, o.seconds));
+            };
+            co_await run_in_thread(reference);
+        }
+        for (const int hold : {0, 1}) {
+            std::cerr << "corolock-bench: contended, " << contended_coroutines
+                      << " coroutines on one name, hold " << hold << " ms\n";
+            f.contended.push_back(co_await run_contended(conn, hold, o.seconds));
+        }
+        std::cerr << "corolock-bench: reentrant, " << reentrant_pairs << " nested pairs\n";
+        f.reentrant = co_await run_reentrant(conn, reentrant_pairs);
+        std::cerr << "corolock-bench: " << o.locks << " locks under the watchdog\n";
+        f.many =
+            co_await run_many(conn, static_cast<std::size_t>(o.locks), std::max(o.seconds, 3.0));
+        conn.cancel();
+    };
+
+    std::exception_ptr failure;
+    conn.async_run([](corolock::error_code) {});
+    asio::co_spawn(ioc, controller(), [&](std::exception_ptr e) {
+        failure = e;
+        conn.cancel();
+    });
+    ioc.run();
+    if (failure)
+        std::rethrow_exception(failure);
+    return f;
+}
+
+// ---- report
+
+std::string show(double v, int precision) {
+    if (!std::isfinite(v))
+        return "n/a";
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(precision);
+    os << v;
+    return os.str();
+}
+
+// Appends `,"key":value` to a JSON object under construction.
+struct json_object {
+    std::ostringstream os;
+    json_object() { os << "{"; }
+    json_object& num(std::string_view key, double v) {
+        sep();
+        os << json_string(key) << ":" << json_number(v);
+        return *this;
+    }
+    json_object& str(std::string_view key, std::string_view v) {
+        sep();
+        os << json_string(key) << ":" << (v.empty() ? "null" : json_string(v));
+        return *this;
+    }
+    json_object& boolean(std::string_view key, bool v) {
+        sep();
+        os << json_string(key) << ":" << (v ? "true" : "false");
+        return *this;
+    }
+    std::string done() { return os.str() + "}"; }
+
+private:
+    void sep() {
+        if (!first_)
+            os << ",";
+        first_ = false;
+    }
+    bool first_ = true;
+};
+
+int run_lock(const options& in) {
+    options o = in;
+    if (o.seconds <= 0)
+        o.seconds = default_lock_seconds;
+    if (o.threads != 1) {
+        std::cerr << "corolock-bench: lock runs on one thread (--threads 1)\n";
+        return 2;
+    }
+    target t;
+    open_target(o, t);
+
+    lock_figures f;
+    std::vector<depth_reference> refs;
+    std::string ref_note;
+    try {
+        f = run_corolock_lock(o, t, refs, ref_note);
+    } catch (...) {
+        if (t.own)
+            t.own->stop();
+        throw;
+    }
+    if (t.own)
+        t.own->stop();
+
+    auto ref_for = [&](int depth) -> const depth_reference* {
+        for (const auto& r : refs)
+            if (r.depth == depth)
+                return &r;
+        return nullptr;
+    };
+    auto limit_for = [&](int depth) {
+        const auto* r = ref_for(depth);
+        return r ? r->limit() : missing;
+    };
+
+    std::uint64_t errors = 0;
+    std::cout << "lock: one connection, server " << t.host << ":" << t.port
+              << (t.own ? " (own)" : "") << ", " << o.seconds << " s per figure after "
+              << lock_warmup.count() << " ms warm-up\n";
+    if (!f.first_error.empty())
+        std::cout << "  error: " << f.first_error << "\n";
+
+    std::cout << "\n1. uncontended acquire+release cycles/s (each coroutine its own name)\n"
+              << "  coroutines  fixed 10s lease  watchdog (default)  reference limit  ratio  "
+                 "ratio(wd)\n";
+    for (const int k : uncontended_counts) {
+        const auto* fx = find_uncontended(f, k, false);
+        const auto* wd = find_uncontended(f, k, true);
+        const double limit = limit_for(k);
+        const double fx_rate = fx ? fx->cycles_per_s() : missing;
+        const double wd_rate = wd ? wd->cycles_per_s() : missing;
+        std::cout << "  " << std::setw(10) << k << "  " << std::setw(15) << show(fx_rate, 0) << "  "
+                  << std::setw(18) << show(wd_rate, 0) << "  " << std::setw(15) << show(limit, 0)
+                  << "  " << std::setw(5) << show(fx_rate / limit, 3) << "  " << std::setw(9)
+                  << show(wd_rate / limit, 3) << "\n";
+    }
+    std::cout << "  per cycle (fixed lease): client CPU us, server CPU us, server us in scripts, "
+                 "commands, pushes, commands per write\n";
+    for (const int k : uncontended_counts) {
+        const auto* fx = find_uncontended(f, k, false);
+        if (!fx)
+            continue;
+        std::cout << "  " << std::setw(10) << k << "  " << std::setw(8)
+                  << show(fx->cpu_us_per_cycle(), 2) << std::setw(8)
+                  << show(fx->server_cpu_us_per_cycle(), 2) << std::setw(8)
+                  << show(2 * fx->server.usec_per_call, 2) << std::setw(8)
+                  << show(fx->per_cycle(fx->commands), 2) << std::setw(8)
+                  << show(fx->per_cycle(fx->pushes), 2) << std::setw(8)
+                  << show(fx->writes ? double(fx->commands) / double(fx->writes) : missing, 1)
+                  << "\n";
+    }
+    for (const auto& u : f.uncontended) {
+        errors += u.errors;
+        if (!u.first_error.empty())
+            std::cout << "  first error (" << u.coroutines << ", "
+                      << (u.watchdog ? "watchdog" : "fixed") << "): " << u.first_error << "\n";
+    }
+    std::cout << "  reference: redis-benchmark -c 1 -P <coroutines> -r 100000 EVALSHA <script> "
+                 "(same scripts, same server); limit = 1/(1/acquire + 1/release)\n";
+    for (const auto& r : refs)
+        std::cout << "    -P " << std::setw(3) << r.depth << ": acquire " << show(r.acquire.rps, 0)
+                  << "/s (server " << show(r.acquire.server.usec_per_call, 2) << " us/call, CPU "
+                  << show(r.acquire.server_cpu_us, 2) << " us/req), release "
+                  << show(r.release.rps, 0) << "/s (server "
+                  << show(r.release.server.usec_per_call, 2) << " us/call, CPU "
+                  << show(r.release.server_cpu_us, 2) << " us/req), " << r.acquire.requests
+                  << " requests each" << (r.note.empty() ? "" : "; note: " + r.note) << "\n";
+    if (!ref_note.empty())
+        std::cout << "  note: " << ref_note << "\n";
+
+    std::cout << "\n2. contended: " << contended_coroutines
+              << " coroutines, each its own mutex, one name\n"
+              << "  hold  cycles/s  ideal  wait p50/p99/max us      handoff p50/p99 us  "
+                 "to other  pubsub  timer  attempts/acq\n"
+              << "  (handoff: from the release's completion to the next holder's acquire "
+                 "completing)\n";
+    for (const auto& c : f.contended) {
+        errors += c.errors;
+        std::cout << "  " << std::setw(2) << c.hold_ms << "ms  " << std::setw(8)
+                  << show(c.cycles_per_s(), 0) << "  " << std::setw(5) << show(c.ideal_per_s(), 0)
+                  << "  " << std::setw(23)
+                  << (show(c.wait_p50_us, 0) + "/" + show(c.wait_p99_us, 0) + "/" +
+                      show(c.wait_max_us, 0))
+                  << "  " << std::setw(18)
+                  << (show(c.handoff_p50_us, 0) + "/" + show(c.handoff_p99_us, 0)) << "  "
+                  << std::setw(8) << show(c.other_share() * 100, 1) << "%  " << std::setw(6)
+                  << c.stats.pubsub_wakeups << "  " << std::setw(5) << c.stats.timer_wakeups << "  "
+                  << std::setw(12) << show(c.attempts_per_acquire(), 3) << "\n";
+        std::cout << "        release call -> next acquire done p50/p99 us "
+                  << show(c.idle_p50_us, 0) << "/" << show(c.idle_p99_us, 0)
+                  << "; mean hold as measured " << show(c.mean_hold_us, 0) << " us\n";
+        if (c.unordered)
+            std::cout << "    " << c.unordered
+                      << " acquisitions completed before the previous release had\n";
+        if (!c.first_error.empty())
+            std::cout << "    first error: " << c.first_error << "\n";
+    }
+
+    const auto* wd1 = find_uncontended(f, 1, true);
+    const double roundtrip_ns = wd1 ? 1e9 / wd1->cycles_per_s() : missing;
+    const auto& re = f.reentrant;
+    errors += re.errors;
+    std::cout << "\n3. reentrant: " << re.pairs
+              << " nested acquire+release pairs on a held "
+                 "watchdog lock\n"
+              << "  ns per nested pair      " << show(re.pair_ns, 0) << "  (fast re-entries "
+              << re.fast_reentries << ", acquire scripts sent " << re.attempts << ")\n"
+              << "  ns per round-trip cycle " << show(roundtrip_ns, 0)
+              << "  (uncontended, 1 coroutine, watchdog)\n"
+              << "  ratio nested/round trip " << show(re.pair_ns / roundtrip_ns, 4) << "\n";
+    if (!re.first_error.empty())
+        std::cout << "  first error: " << re.first_error << "\n";
+
+    const auto& m = f.many;
+    errors += m.errors;
+    std::cout << "\n4. " << m.count << " locks held under the watchdog (lease "
+              << std::chrono::duration_cast<std::chrono::seconds>(many_lease).count()
+              << " s, renewed every lease/3), " << many_in_flight << " acquires in flight\n"
+              << "  acquire all / release all s   " << show(m.acquire_s, 2) << " / "
+              << show(m.release_s, 2) << "\n"
+              << "  client bytes per lock         " << show(m.rss_per_lock, 0) << " RSS, "
+              << show(m.heap_per_lock, 0) << " malloc'd\n"
+              << "  window                        " << show(m.window_s, 2) << " s, client CPU "
+              << show(m.window_cpu_us / 1e4 / m.window_s, 1) << "%\n"
+              << "  renewal script calls/s        " << show(m.per_s(m.stats.renewal_calls), 1)
+              << "  (ideal " << show(double(m.count) / 100.0 / 1.0, 0) << ")\n"
+              << "  locks renewed/s               " << show(m.per_s(m.stats.renewals), 0)
+              << "  (ideal " << m.count << ")\n"
+              << "  locks renewed per call        " << show(m.per_call(), 1) << "\n"
+              << "  leases lost / held after      " << m.stats.leases_lost << " / " << m.held_after
+              << "\n";
+    if (!m.first_error.empty())
+        std::cout << "  first error: " << m.first_error << "\n";
+    std::cout << "\n(client and server share this machine's " << std::thread::hardware_concurrency()
+              << " cores)\n";
+
+    if (o.json) {
+        json_object j;
+        j.str("bench", "lock").num("seconds", o.seconds).boolean("own_server", t.own.has_value());
+        for (const int k : uncontended_counts) {
+            const std::string p = "uncontended_" + std::to_string(k);
+            const auto* fx = find_uncontended(f, k, false);
+            const auto* wd = find_uncontended(f, k, true);
+            const auto* ref = ref_for(k);
+            const double limit = limit_for(k);
+            const double fx_rate = fx ? fx->cycles_per_s() : missing;
+            const double wd_rate = wd ? wd->cycles_per_s() : missing;
+            j.num(p + "_cycles_per_s", fx_rate)
+                .num(p + "_ratio", fx_rate / limit)
+                .num(p + "_watchdog_cycles_per_s", wd_rate)
+                .num(p + "_watchdog_ratio", wd_rate / limit)
+                .num(p + "_reference_limit", limit)
+                .num(p + "_reference_acquire_rps", ref ? ref->acquire.rps : missing)
+                .num(p + "_reference_release_rps", ref ? ref->release.rps : missing)
+                .num(p + "_reference_acquire_server_us",
+                     ref ? ref->acquire.server.usec_per_call : missing)
+                .num(p + "_reference_release_server_us",
+                     ref ? ref->release.server.usec_per_call : missing)
+                .num(p + "_server_us_per_script", fx ? fx->server.usec_per_call : missing)
+                .num(p + "_server_cpu_us_per_cycle", fx ? fx->server_cpu_us_per_cycle() : missing)
+                .num(p + "_reference_acquire_server_cpu_us",
+                     ref ? ref->acquire.server_cpu_us : missing)
+                .num(p + "_reference_release_server_cpu_us",
+                     ref ? ref->release.server_cpu_us : missing)
+                .num(p + "_commands_per_cycle", fx ? fx->per_cycle(fx->commands) : missing)
+                .num(p + "_pushes_per_cycle", fx ? fx->per_cycle(fx->pushes) : missing)
+                .num(p + "_client_cpu_us_per_cycle", fx ? fx->cpu_us_per_cycle() : missing)
+                .num(p + "_watchdog_client_cpu_us_per_cycle", wd ? wd->cpu_us_per_cycle() : missing)
+                .num(p + "_commands_per_write",
+                     fx && fx->writes ? double(fx->commands) / double(fx->writes) : missing)
+                .num(p + "_errors", double(fx ? fx->errors : 0) + double(wd ? wd->errors : 0));
+        }
+        for (const auto& c : f.contended) {
+            const std::string p = "contended_hold" + std::to_string(c.hold_ms) + "ms";
+            j.num(p + "_cycles_per_s", c.cycles_per_s())
+                .num(p + "_ideal_per_s", c.ideal_per_s())
+                .num(p + "_efficiency", c.cycles_per_s() / c.ideal_per_s())
+                .num(p + "_wait_p50_us", c.wait_p50_us)
+                .num(p + "_wait_p99_us", c.wait_p99_us)
+                .num(p + "_wait_max_us", c.wait_max_us)
+                .num(p + "_handoff_p50_us", c.handoff_p50_us)
+                .num(p + "_handoff_p99_us", c.handoff_p99_us)
+                .num(p + "_handoff_to_other_share", c.other_share())
+                .num(p + "_release_call_to_next_acquire_p50_us", c.idle_p50_us)
+                .num(p + "_release_call_to_next_acquire_p99_us", c.idle_p99_us)
+                .num(p + "_mean_hold_us", c.mean_hold_us)
+                .num(p + "_pubsub_wakeups", double(c.stats.pubsub_wakeups))
+                .num(p + "_timer_wakeups", double(c.stats.timer_wakeups))
+                .num(p + "_attempts_per_acquire", c.attempts_per_acquire())
+                .num(p + "_unordered", double(c.unordered))
+                .num(p + "_errors", double(c.errors));
+        }
+        j.num("reentrant_pair_ns", re.pair_ns)
+            .num("reentrant_roundtrip_cycle_ns", roundtrip_ns)
+            .num("reentrant_ratio", re.pair_ns / roundtrip_ns)
+            .num("reentrant_fast_reentries", double(re.fast_reentries))
+            .num("reentrant_attempts", double(re.attempts));
+        j.num("many_locks", double(m.count))
+            .num("many_acquire_s", m.acquire_s)
+            .num("many_release_s", m.release_s)
+            .num("many_rss_bytes_per_lock", m.rss_per_lock)
+            .num("many_heap_bytes_per_lock", m.heap_per_lock)
+            .num("many_window_s", m.window_s)
+            .num("many_client_cpu_percent", m.window_cpu_us / 1e4 / m.window_s)
+            .num("many_renewal_calls_per_s", m.per_s(m.stats.renewal_calls))
+            .num("many_renewals_per_s", m.per_s(m.stats.renewals))
+            .num("many_locks_per_renewal_call", m.per_call())
+            .num("many_leases_lost", double(m.stats.leases_lost))
+            .num("many_held_after_window", double(m.held_after))
+            .num("many_errors", double(m.errors));
+        j.num("errors", double(errors)).str("error", f.first_error).str("reference_note", ref_note);
+        std::cout << j.done() << std::endl;
+    }
+    // Slowness is never a failure; errors are.
+    return errors == 0 && f.first_error.empty() ? 0 : 1;
+}
+
+// ------------------------------------------------------------------------------------------------
+
 struct subcommand {
     std::string_view name;
     int (*run)(const options&);
 };
 
-// A `lock` subcommand will join this table with its own run_lock(const options&).
 constexpr subcommand subcommands[] = {
     {"pipeline", run_pipeline},
+    {"lock", run_lock},
 };
 
 } // namespace
