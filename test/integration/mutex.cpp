@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "detail/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
 #include <corolock/with_lock.hpp>
 
@@ -10,11 +11,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -37,6 +41,8 @@ using corolock::test::run_coroutine_test;
 namespace {
 
 constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+constexpr auto tuple_use_awaitable = asio::as_tuple(asio::use_awaitable);
+using namespace asio::experimental::awaitable_operators;
 
 corolock::connection_config config_for(const redis_process& srv) {
     corolock::connection_config cfg;
@@ -212,57 +218,62 @@ BOOST_FIXTURE_TEST_CASE(acquire_for_times_out, fixture) {
     });
 }
 
-BOOST_FIXTURE_TEST_CASE(mutual_exclusion_across_connections_and_threads, fixture) {
-    // Two connections (each on its own 2-thread pool) x 200 coroutines, each with its own mutex
-    // object, increment a counter with a non-atomic GET then SET under one lock.
-    constexpr int per_conn = 200, rounds = 5;
-    std::atomic<int> errors{0}, inside{0}, overlaps{0};
-    auto worker = [&](corolock::connection& c) -> awaitable<void> {
-        corolock::mutex m(c, "lock:counter", lease_of(10s));
-        for (int i = 0; i < rounds; ++i) {
-            auto [ec] = co_await m.async_acquire(tuple_deferred);
-            if (ec) {
-                ++errors;
-                continue;
-            }
-            if (inside.fetch_add(1) != 0)
-                ++overlaps;
-            corolock::request get;
-            get.push("GET", "counter");
-            corolock::generic_response resp;
-            co_await c.async_exec(get, resp);
-            const int v = resp.at(0).data_type == corolock::resp3::type::null
-                              ? 0
-                              : std::stoi(resp.at(0).value);
-            corolock::request set;
-            set.push("SET", "counter", v + 1);
-            co_await c.async_exec(set, corolock::ignore);
-            inside.fetch_sub(1);
-            co_await m.async_release();
+BOOST_AUTO_TEST_CASE(mutual_exclusion_two_processes_four_threads) {
+    // 2 processes x 4 threads x 100 coroutines, each coroutine with its own mutex object,
+    // increment one counter with a non-atomic GET then SET under one lock.
+    redis_process srv;
+    constexpr int processes = 2, threads = 4, coroutines = 100, rounds = 5; // 1,000 increments
+    std::vector<pid_t> children;
+    for (int p = 0; p < processes; ++p) {
+        const pid_t child = ::fork();
+        BOOST_REQUIRE(child >= 0);
+        if (child > 0) {
+            children.push_back(child);
+            continue;
         }
-    };
-    asio::thread_pool pool_a(2), pool_b(2);
-    corolock::connection ca(pool_a.get_executor(), config_for(srv), quiet());
-    corolock::connection cb(pool_b.get_executor(), config_for(srv), quiet());
-    ca.async_run(asio::detached);
-    cb.async_run(asio::detached);
-    std::atomic<int> finished{0};
-    for (int i = 0; i < per_conn; ++i) {
-        asio::co_spawn(pool_a, worker(ca), [&](std::exception_ptr) { ++finished; });
-        asio::co_spawn(pool_b, worker(cb), [&](std::exception_ptr) { ++finished; });
+        asio::thread_pool pool(threads);
+        corolock::connection conn(pool.get_executor(), config_for(srv), quiet());
+        conn.async_run(asio::detached);
+        std::atomic<int> errors{0}, finished{0};
+        auto worker = [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:counter", lease_of(10s));
+            for (int i = 0; i < rounds; ++i) {
+                auto [ec] = co_await m.async_acquire_for(60s, tuple_deferred);
+                if (ec) {
+                    ++errors;
+                    continue;
+                }
+                corolock::request get;
+                get.push("GET", "counter");
+                corolock::generic_response resp;
+                co_await conn.async_exec(get, resp);
+                const auto& v = resp.at(0);
+                corolock::request set;
+                set.push("SET", "counter",
+                         v.data_type == corolock::resp3::type::null ? 1 : std::stoi(v.value) + 1);
+                co_await conn.async_exec(set, corolock::ignore);
+                co_await m.async_release();
+            }
+        };
+        for (int i = 0; i < coroutines; ++i)
+            asio::co_spawn(pool, worker(), [&](std::exception_ptr e) {
+                if (e)
+                    ++errors;
+                ++finished;
+            });
+        while (finished < coroutines)
+            std::this_thread::sleep_for(10ms);
+        conn.cancel();
+        pool.join();
+        ::_exit(errors == 0 ? 0 : 1);
     }
-    const auto limit = std::chrono::steady_clock::now() + 120s;
-    while (finished < 2 * per_conn && std::chrono::steady_clock::now() < limit)
-        std::this_thread::sleep_for(10ms);
-    ca.cancel();
-    cb.cancel();
-    pool_a.join();
-    pool_b.join();
-    BOOST_TEST(finished == 2 * per_conn);
-    BOOST_TEST(errors == 0);
-    BOOST_TEST(overlaps == 0);
+    for (pid_t c : children) {
+        int status = 0;
+        BOOST_REQUIRE(::waitpid(c, &status, 0) == c);
+        BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    }
     BOOST_TEST(srv.command({"GET", "counter"}) ==
-               "$4\r\n" + std::to_string(2 * per_conn * rounds) + "\r\n");
+               "$4\r\n" + std::to_string(processes * coroutines * rounds) + "\r\n");
 }
 
 BOOST_FIXTURE_TEST_CASE(watchdog_keeps_lock_and_stops_on_release, fixture) {
@@ -275,9 +286,33 @@ BOOST_FIXTURE_TEST_CASE(watchdog_keeps_lock_and_stops_on_release, fixture) {
         BOOST_TEST(exists("lock:watchdog"));
         const auto renewals = corolock::get_lock_stats(conn).renewals;
         BOOST_TEST(renewals >= 3u);
+        // Watch the server itself: after the release, no renew script may reach it.
+        asio::ip::tcp::socket monitor(co_await asio::this_coro::executor);
+        co_await monitor.async_connect({asio::ip::make_address("127.0.0.1"), srv.port()},
+                                       asio::use_awaitable);
+        co_await asio::async_write(monitor, asio::buffer(std::string("MONITOR\r\n")),
+                                   asio::use_awaitable);
+        std::string seen;
+        auto read_for = [&](std::chrono::milliseconds d) -> awaitable<void> {
+            const auto until = std::chrono::steady_clock::now() + d;
+            char buf[4096];
+            while (std::chrono::steady_clock::now() < until) {
+                asio::steady_timer t(co_await asio::this_coro::executor, 20ms);
+                auto r =
+                    co_await (monitor.async_read_some(asio::buffer(buf), tuple_use_awaitable) ||
+                              t.async_wait(tuple_use_awaitable));
+                if (r.index() == 0)
+                    seen.append(buf, std::get<1>(std::get<0>(r)));
+            }
+        };
+        co_await read_for(400ms); // renewals (every 100 ms) are visible while held
         co_await m.async_release();
-        co_await sleep_for(500ms);
-        BOOST_TEST(corolock::get_lock_stats(conn).renewals == renewals); // no renewal after
+        co_await read_for(500ms);
+        const auto& renew_sha = corolock::detail::renew_script().sha1();
+        const auto released = seen.find(corolock::detail::release_script().sha1());
+        BOOST_REQUIRE(released != std::string::npos);
+        BOOST_TEST(seen.find(renew_sha) < released);                     // renewed while held
+        BOOST_TEST(seen.find(renew_sha, released) == std::string::npos); // never after release
         BOOST_TEST(!exists("lock:watchdog"));
     });
 }
