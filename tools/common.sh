@@ -12,7 +12,7 @@
 
 COROLOCK_PACKAGES=(
     cmake g++ make clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev redis-server redis-tools procps
+    libssl-dev openssl redis-server redis-tools procps
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -26,7 +26,7 @@ package_present() {
         return 0
     fi
     case $pkg in
-    cmake | make | g++ | clang-14 | redis-server) command -v "${pkg/clang-14/clang++-14}" >/dev/null 2>&1 ;;
+    cmake | make | g++ | clang-14 | redis-server | openssl) command -v "${pkg/clang-14/clang++-14}" >/dev/null 2>&1 ;;
     redis-tools) command -v redis-cli >/dev/null 2>&1 ;;
     procps) command -v ps >/dev/null 2>&1 ;;
     libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
