@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 #include <sstream>
 
 namespace corolock {
@@ -167,7 +169,18 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
     if (!tls)
         co_return error_code(error::invalid_argument);
     auto& s = s_.emplace<tls_stream>(std::move(sock), *tls);
-    SSL_set_tlsext_host_name(s.native_handle(), cfg.host.c_str());
+    // With verify_peer, the certificate must also be for the host we dialled; SNI is for names
+    // only (RFC 6066).
+    error_code not_ip;
+    asio::ip::make_address(cfg.host, not_ip);
+    if (not_ip) {
+        if (SSL_set_tlsext_host_name(s.native_handle(), cfg.host.c_str()) != 1 ||
+            SSL_set1_host(s.native_handle(), cfg.host.c_str()) != 1)
+            co_return error_code(error::invalid_argument);
+    } else if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s.native_handle()), cfg.host.c_str()) !=
+               1) {
+        co_return error_code(error::invalid_argument);
+    }
     auto [hec] = co_await s.async_handshake(asio::ssl::stream_base::client, nothrow);
     co_return hec;
 }

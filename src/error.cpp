@@ -2,6 +2,7 @@
 #include <corolock/error.hpp>
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
 
 #include <ostream>
 #include <string>
@@ -38,7 +39,8 @@ const char* describe(error e) noexcept {
     case error::wrong_type:
         return "a key of the wrong type exists at the lock's name";
     case error::not_connected:
-        return "not connected: the request waited too long for a connection";
+        return "not connected: the connection is stopped, or the request waited longer than "
+               "max_wait_for_connection";
     case error::connection_lost:
         return "connection lost before the reply arrived (outcome unknown)";
     case error::connect_timeout:
@@ -129,7 +131,9 @@ public:
                    (code.category() == boost::asio::error::get_system_category() ||
                     code.category() == boost::asio::error::get_misc_category() ||
                     code.category() == boost::asio::error::get_netdb_category() ||
-                    code.category() == boost::asio::error::get_addrinfo_category());
+                    code.category() == boost::asio::error::get_addrinfo_category() ||
+                    code.category() == boost::asio::error::get_ssl_category() ||
+                    code.category() == boost::asio::ssl::error::get_stream_category());
         return false;
     }
 };

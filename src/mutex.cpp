@@ -102,6 +102,7 @@ struct lock_state : std::enable_shared_from_this<lock_state> {
     bool busy = false;
     bool lost_flag = false;
     bool watched = false;
+    std::size_t watch_index = 0; // position in the service's watch list
     bool renew_in_flight = false;
     bool queued = false;
     bool attempt_now = false; // as a queued waiter: try at the next wake-up
@@ -166,6 +167,7 @@ public:
             for (lock_state* s : q.fifo)
                 s->wake.cancel();
     }
+    bool has_waiters(std::string_view name) const { return queues_.find(name) != queues_.end(); }
     bool is_head(const lock_state& s) const {
         auto it = queues_.find(s.name);
         return it != queues_.end() && !it->second.fifo.empty() && it->second.fifo.front() == &s;
@@ -180,23 +182,30 @@ public:
         stats.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
     }
 
-    // ---- lease watch: renewal (watchdog mode) and deadline (both modes)
+    // ---- lease watch: renewal (watchdog mode) and deadline (both modes). O(1) to add or remove;
+    // the loop is woken only when a lock needs attention before its planned wake-up.
     void watch(std::shared_ptr<lock_state> s) {
+        const auto first = next_event(*s);
         if (!s->watched) {
             s->watched = true;
+            s->watch_index = watched_.size();
             watched_.push_back(std::move(s));
         }
-        kick();
+        if (!loop_running_ || first < planned_)
+            kick();
     }
     void unwatch(lock_state& s) {
         if (!s.watched)
             return;
         s.watched = false;
-        watched_.erase(std::remove_if(watched_.begin(), watched_.end(),
-                                      [&](const auto& p) { return p.get() == &s; }),
-                       watched_.end());
-        if (loop_running_)
-            timer_.cancel(); // let the loop re-plan (and end when nothing is left)
+        const auto i = s.watch_index;
+        if (i + 1 != watched_.size()) {
+            watched_[i] = std::move(watched_.back());
+            watched_[i]->watch_index = i;
+        }
+        watched_.pop_back();
+        if (watched_.empty() && loop_running_)
+            timer_.cancel(); // let the loop end
     }
     void lose(lock_state& s, error_code why) {
         if (s.lost_flag || s.server_count == 0)
@@ -248,39 +257,57 @@ private:
         asio::co_spawn(conn_.strand(), watch_loop(shared_from_this()), asio::detached);
     }
 
+    static clock::time_point next_event(const lock_state& s) {
+        auto t = s.deadline;
+        if (s.opts.max_hold > clock::duration::zero())
+            t = std::min(t, s.acquired_at + s.opts.max_hold);
+        if (s.opts.watchdog && !s.renew_in_flight)
+            t = std::min(t, s.next_renewal);
+        return t;
+    }
+
+    // Renewals due within this window join the current round, to share script calls.
+    static clock::duration renewal_slack(const lock_state& s) {
+        return std::min<clock::duration>(s.opts.lease / 6, std::chrono::milliseconds(100));
+    }
+
     static asio::awaitable<void> watch_loop(std::shared_ptr<lock_service> self) {
         while (!self->watched_.empty()) {
-            auto now = clock::now();
-            for (auto& s : std::vector(self->watched_)) {
-                if (now >= s->deadline)
-                    self->lose(*s, error::lease_lost);
-                else if (s->opts.max_hold > clock::duration::zero() &&
-                         now >= s->acquired_at + s->opts.max_hold)
-                    self->lose(*s, error::max_hold_reached);
-            }
+            const auto now = clock::now();
+            std::vector<std::pair<std::shared_ptr<lock_state>, error>> losing;
             std::vector<std::shared_ptr<lock_state>> due;
             auto wake_at = clock::time_point::max();
             for (auto& s : self->watched_) {
-                wake_at = std::min(wake_at, s->deadline);
-                if (s->opts.max_hold > clock::duration::zero())
-                    wake_at = std::min(wake_at, s->acquired_at + s->opts.max_hold);
-                if (!s->opts.watchdog || s->renew_in_flight)
+                if (now >= s->deadline) {
+                    losing.emplace_back(s, error::lease_lost);
                     continue;
-                // Renew a little early to share a script call with the others due soon.
-                if (s->next_renewal <= now + s->opts.lease / 6)
+                }
+                if (s->opts.max_hold > clock::duration::zero() &&
+                    now >= s->acquired_at + s->opts.max_hold) {
+                    losing.emplace_back(s, error::max_hold_reached);
+                    continue;
+                }
+                if (s->opts.watchdog && !s->renew_in_flight &&
+                    s->next_renewal <= now + renewal_slack(*s)) {
                     due.push_back(s);
-                else
-                    wake_at = std::min(wake_at, s->next_renewal);
+                    wake_at = std::min(wake_at, s->deadline);
+                    continue;
+                }
+                wake_at = std::min(wake_at, next_event(*s));
             }
+            for (auto& [s, why] : losing)
+                self->lose(*s, why);
             for (std::size_t i = 0; i < due.size(); i += 100)
                 self->renew(std::vector(
                     due.begin() + static_cast<std::ptrdiff_t>(i),
                     due.begin() + static_cast<std::ptrdiff_t>(std::min(due.size(), i + 100))));
             if (self->watched_.empty())
                 break;
+            self->planned_ = wake_at;
             self->timer_.expires_at(wake_at);
             co_await self->timer_.async_wait(nothrow);
         }
+        self->planned_ = clock::time_point::max();
         self->loop_running_ = false;
     }
 
@@ -336,6 +363,7 @@ private:
     std::vector<std::shared_ptr<lock_state>> watched_;
     asio::steady_timer timer_;
     bool loop_running_ = false;
+    clock::time_point planned_ = clock::time_point::max(); // the loop's next wake-up
     std::minstd_rand rng_;
 };
 
@@ -443,13 +471,16 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
         lock_service& svc;
         ~leave_queue() { svc.dequeue(s); }
     } leave{*s, svc};
-    if (!once)
-        svc.enqueue(*s); // before the attempt: no release can slip between the two
+    // Behind local waiters of the same name, queue at once (FIFO). Otherwise try first: the
+    // subscription is only needed if the lock turns out to be held, and it is taken before the
+    // retry, so no release can slip between the two.
+    if (!once && svc.has_waiters(s->name))
+        svc.enqueue(*s);
     backoff fallback(s->opts.retry_base, s->opts.retry_max);
 
     for (;;) {
         auto wait = clock::duration::max();
-        if (once || (svc.is_head(*s) && s->attempt_now)) {
+        if (once || !s->queued || (svc.is_head(*s) && s->attempt_now)) {
             s->attempt_now = false;
             const auto sent = clock::now();
             svc.stats.attempts.fetch_add(1, std::memory_order_relaxed);
@@ -496,6 +527,10 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
                 }
                 if (once)
                     co_return std::tuple{error_code{}, false};
+                if (!s->queued) {
+                    svc.enqueue(*s); // subscribe, then retry at once if first in line
+                    continue;
+                }
                 wait = fallback.next(svc.rng());
                 if (r.holder_ttl > 0)
                     wait = std::min<clock::duration>(wait, std::chrono::milliseconds(r.holder_ttl));

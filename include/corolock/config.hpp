@@ -17,7 +17,9 @@ struct connection_config {
     std::string port = "6379";
     /// When non-empty, connect to this unix-domain socket instead of host:port.
     std::string unix_socket;
-    /// TLS over TCP; needs the connection constructor that takes an ssl::context.
+    /// TLS over TCP; needs the connection constructor that takes an ssl::context. When the context
+    /// verifies the peer, the certificate must also match `host` (DNS name or IP address).
+    /// A TLS client on a plain-text port is only stopped by `connect_timeout`.
     bool use_tls = false;
 
     /// ACL user (empty: "default") and password (empty: no AUTH) sent with HELLO 3.

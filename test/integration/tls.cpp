@@ -533,6 +533,7 @@ BOOST_AUTO_TEST_CASE(untrusted_server_certificate_fails_the_handshake,
     BOOST_TEST(run.ec.failed());
     BOOST_TEST(run.ec != error::connect_timeout); // refused at once, not timed out
     BOOST_TEST((run.ec.category() == asio::error::get_ssl_category()));
+    BOOST_TEST(run.ec == corolock::condition::connection_failure);
     BOOST_TEST(ERR_GET_REASON(static_cast<unsigned long>(run.ec.value())) ==
                SSL_R_CERTIFICATE_VERIFY_FAILED);
     BOOST_TEST(ms(run.at - t0) < 2000);
