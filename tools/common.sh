@@ -12,7 +12,7 @@
 
 COROLOCK_PACKAGES=(
     cmake g++ make clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev openssl redis-server redis-tools procps
+    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -29,6 +29,9 @@ package_present() {
     cmake | make | g++ | clang-14 | redis-server | openssl) command -v "${pkg/clang-14/clang++-14}" >/dev/null 2>&1 ;;
     redis-tools) command -v redis-cli >/dev/null 2>&1 ;;
     procps) command -v ps >/dev/null 2>&1 ;;
+    iptables) command -v iptables >/dev/null 2>&1 ;;
+    iproute2) command -v ip >/dev/null 2>&1 ;;
+    faketime) command -v faketime >/dev/null 2>&1 ;;
     libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
     libboost-test1.81-dev) compgen -G '/usr/lib/*/libboost_unit_test_framework.so.1.81*' >/dev/null ;;
     libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;

@@ -1,0 +1,71 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// Worker processes for the fault suite: the test binary re-executes itself
+// (`corolock_fault_tests --corolock-worker <name> args...`) so that faults can hit clients too
+// (SIGSTOP, SIGKILL, a faked wall clock).
+#ifndef COROLOCK_TEST_FAULT_WORKER_HPP
+#define COROLOCK_TEST_FAULT_WORKER_HPP
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace corolock::fault {
+
+// A worker's entry point: returns its exit status.
+using worker_fn = int (*)(const std::vector<std::string>& args);
+
+// Registers a worker (at static initialisation; use COROLOCK_FAULT_WORKER).
+bool register_worker(const char* name, worker_fn fn);
+
+// Called first by main: runs the worker named on the command line and returns its status, or -1
+// when this is not a worker invocation.
+int run_worker_if_requested(int argc, char** argv);
+
+// Nanoseconds on CLOCK_MONOTONIC, which every process on the host shares: worker histories can
+// be merged and compared with the harness's fault schedule.
+std::int64_t monotonic_ns();
+
+// A worker child process. Its stdout is captured (read it with `output()` after `wait()`); its
+// stderr goes to the test's. The destructor kills and reaps it.
+class worker_process {
+public:
+    // Starts `/proc/self/exe --corolock-worker name args...` with `env` added to the
+    // environment (e.g. "LD_PRELOAD=..." for libfaketime).
+    worker_process(const std::string& name, const std::vector<std::string>& args,
+                   const std::vector<std::string>& env = {});
+    ~worker_process();
+    worker_process(const worker_process&) = delete;
+    worker_process& operator=(const worker_process&) = delete;
+
+    pid_t pid() const noexcept { return pid_; }
+    bool running() const noexcept { return pid_ > 0; }
+    void pause();  // SIGSTOP
+    void resume(); // SIGCONT
+    void kill();   // SIGKILL and reap
+    // Waits for the exit (killing it after `limit`) and returns the exit status (128 + signal
+    // when killed by one).
+    int wait(std::chrono::steady_clock::duration limit = std::chrono::seconds(60));
+    // Everything the worker wrote on stdout (complete after wait()).
+    const std::string& output() const noexcept { return out_; }
+
+private:
+    void drain(bool block);
+
+    pid_t pid_ = -1;
+    int out_fd_ = -1;
+    int status_ = -1;
+    std::string out_;
+};
+
+} // namespace corolock::fault
+
+#define COROLOCK_FAULT_WORKER(name)                                                                \
+    static int name##_worker(const std::vector<std::string>& args);                                \
+    [[maybe_unused]] static const bool name##_registered =                                         \
+        ::corolock::fault::register_worker(#name, &name##_worker);                                 \
+    static int name##_worker(const std::vector<std::string>& args)
+
+#endif
