@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "common/test_config.hpp"
 #include <corolock/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -32,28 +33,15 @@ using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
 using corolock::request;
+using corolock::test::config_for;
+using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
+using corolock::test::sleep_for;
 
 namespace {
 
 constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
-
-connection_config config_for(const redis_process& srv) {
-    connection_config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.port = std::to_string(srv.port());
-    cfg.health_check_interval = 200ms;
-    cfg.connect_timeout = 1s;
-    cfg.reconnect_wait = 20ms;
-    cfg.reconnect_wait_max = 200ms;
-    cfg.max_wait_for_connection = 5s;
-    return cfg;
-}
-
-corolock::logger quiet() {
-    return {corolock::logger::level::off, {}};
-}
 
 // Starts async_run and records how it ended.
 struct runner {
@@ -66,11 +54,6 @@ struct runner {
         });
     }
 };
-
-awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
 
 // Retries a PING until it succeeds (after a restart), up to `limit`.
 awaitable<bool> wait_until_usable(corolock::connection& conn,
@@ -334,6 +317,65 @@ BOOST_AUTO_TEST_CASE(subscription_is_renewed_after_reconnect) {
             corolock::message msg;
             co_await sub.async_receive(msg);
             BOOST_TEST(msg.payload == "after-restart");
+            conn.cancel();
+        }(),
+        30s);
+}
+
+BOOST_AUTO_TEST_CASE(select_database) {
+    redis_process srv;
+    asio::io_context ioc;
+    auto cfg = config_for(srv);
+    cfg.database = 3;
+    corolock::connection conn(ioc.get_executor(), cfg, quiet());
+    runner run;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            request req;
+            req.push("SET", "in-db-3", "yes");
+            req.push("CLIENT", "INFO");
+            generic_response resp;
+            co_await conn.async_exec(req, resp);
+            BOOST_REQUIRE_EQUAL(resp.size(), 2u);
+            BOOST_TEST(resp[1].value.find(" db=3 ") != std::string::npos);
+            BOOST_TEST(srv.command({"EXISTS", "in-db-3"}) == ":0\r\n"); // not in db 0
+            conn.cancel();
+        }(),
+        30s);
+}
+
+BOOST_AUTO_TEST_CASE(slow_subscriber_drops_oldest_and_never_blocks_replies) {
+    redis_process srv;
+    asio::io_context ioc;
+    auto cfg = config_for(srv);
+    cfg.push_buffer_size = 10;
+    corolock::connection conn(ioc.get_executor(), cfg, quiet());
+    runner run;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            auto sub = conn.subscribe("firehose");
+            BOOST_REQUIRE(co_await wait_until_usable(conn, 5s));
+            // 100 messages nobody reads yet, interleaved with requests that must still answer.
+            for (int i = 0; i < 100; ++i) {
+                request req;
+                req.push("PUBLISH", "firehose", std::to_string(i));
+                req.push("INCR", "still-flowing");
+                generic_response resp;
+                co_await conn.async_exec(req, resp);
+                BOOST_TEST(resp.at(1).value == std::to_string(i + 1));
+            }
+            BOOST_TEST(sub.dropped() == 90u);
+            BOOST_TEST(conn.stats().pushes_dropped == 90u);
+            // What is left is the newest ten, in order.
+            for (int i = 90; i < 100; ++i) {
+                corolock::message msg;
+                co_await sub.async_receive(msg);
+                BOOST_TEST(msg.payload == std::to_string(i));
+            }
             conn.cancel();
         }(),
         30s);

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "common/test_config.hpp"
 #include "detail/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
 #include <corolock/with_lock.hpp>
@@ -35,33 +36,17 @@ using asio::awaitable;
 using corolock::error;
 using corolock::error_code;
 using corolock::mutex_options;
+using corolock::test::config_for;
+using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
+using corolock::test::sleep_for;
 
 namespace {
 
 constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
 constexpr auto tuple_use_awaitable = asio::as_tuple(asio::use_awaitable);
 using namespace asio::experimental::awaitable_operators;
-
-corolock::connection_config config_for(const redis_process& srv) {
-    corolock::connection_config cfg;
-    cfg.port = std::to_string(srv.port());
-    cfg.health_check_interval = 200ms;
-    cfg.connect_timeout = 1s;
-    cfg.reconnect_wait = 20ms;
-    cfg.reconnect_wait_max = 200ms;
-    return cfg;
-}
-
-corolock::logger quiet() {
-    return {corolock::logger::level::off, {}};
-}
-
-awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
 
 mutex_options lease_of(std::chrono::steady_clock::duration lease, bool watchdog = true) {
     mutex_options o;

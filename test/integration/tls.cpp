@@ -5,6 +5,7 @@
 // Without `openssl` on PATH, or with a redis-server built without TLS, the tests are skipped.
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "common/test_config.hpp"
 #include <corolock/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -51,17 +52,15 @@ using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
 using corolock::request;
+using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
+using corolock::test::sleep_for;
 
 namespace {
 
 constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
 using clock_type = std::chrono::steady_clock;
-
-corolock::logger quiet() {
-    return {corolock::logger::level::off, {}};
-}
 
 long long ms(clock_type::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -362,11 +361,6 @@ struct runner {
         });
     }
 };
-
-awaitable<void> sleep_for(clock_type::duration d) {
-    asio::steady_timer t(co_await asio::this_coro::executor, d);
-    co_await t.async_wait(asio::use_awaitable);
-}
 
 awaitable<bool> wait_until_done(const runner& run, clock_type::duration limit) {
     const auto deadline = clock_type::now() + limit;

@@ -1,0 +1,35 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "common/test_config.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <string>
+
+namespace corolock::test {
+
+using namespace std::chrono_literals;
+
+connection_config config_for(const redis_process& srv) {
+    connection_config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.port = std::to_string(srv.port());
+    cfg.health_check_interval = 200ms;
+    cfg.connect_timeout = 1s;
+    cfg.reconnect_wait = 20ms;
+    cfg.reconnect_wait_max = 200ms;
+    cfg.max_wait_for_connection = 5s;
+    return cfg;
+}
+
+logger quiet() {
+    return {logger::level::off, {}};
+}
+
+boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
+    boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
+    co_await t.async_wait(boost::asio::use_awaitable);
+}
+
+} // namespace corolock::test

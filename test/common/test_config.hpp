@@ -1,0 +1,27 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_TEST_COMMON_TEST_CONFIG_HPP
+#define COROLOCK_TEST_COMMON_TEST_CONFIG_HPP
+
+#include "common/redis_process.hpp"
+#include <corolock/config.hpp>
+#include <corolock/logger.hpp>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+
+namespace corolock::test {
+
+// A connection to `srv` tuned for tests: faults are noticed and repaired within a few hundred
+// milliseconds (health check 200 ms, reconnect 20..200 ms, connect timeout 1 s).
+connection_config config_for(const redis_process& srv);
+
+// A logger that prints nothing (tests provoke failures on purpose).
+logger quiet();
+
+// Sleeps on the calling coroutine's executor.
+boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d);
+
+} // namespace corolock::test
+
+#endif
