@@ -1,0 +1,664 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// S10 (issue 4): bad input and hostile server states. Every case must end in a typed error (or
+// in documented success), never in "acquired" by mistake, a hang or a key left behind.
+//
+// Already covered in test/integration/mutex.cpp and connection.cpp, not repeated here:
+// lease 0 and -5 s, empty name (acquire, try_acquire), a '}' name without a hash tag, negative
+// wait (invalid_arguments_fail_before_redis); a string at the lock name for acquire,
+// try_acquire and force_unlock (wrong_type_key_is_left_untouched); release by an object that
+// never held the lock and double release (try_acquire_release_and_ownership); release after
+// the key was deleted and retaken (key_deleted_from_outside_signals_lost); fixed lease expiry
+// then release (fixed_lease_expires_and_reports_lost); a wrong password
+// (wrong_password_fails_clearly_without_retry_storm); async_run on a closed port and an exec
+// after it ended (closed_port_fails_fast); binary-safe SET/GET of a key with \0 and \r\n
+// (set_get_round_trip_binary_safe).
+#include "common/coro_test.hpp"
+#include "common/redis_process.hpp"
+#include "common/test_config.hpp"
+#include "detail/lock_scripts.hpp"
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using corolock::error;
+using corolock::error_code;
+using corolock::mutex_options;
+using corolock::test::config_for;
+using corolock::test::quiet;
+using corolock::test::redis_process;
+using corolock::test::run_coroutine_test;
+using corolock::test::sleep_for;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+
+mutex_options lease_of(clock_type::duration lease, bool watchdog = true) {
+    mutex_options o;
+    o.lease = lease;
+    o.watchdog = watchdog;
+    return o;
+}
+
+long long ms_since(clock_type::time_point t0) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
+}
+
+// A RESP2 bulk string, as redis_process::command returns it.
+std::string bulk(std::string_view s) {
+    return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
+}
+
+// The integer a redis_process::command reply carries (":42\r\n" -> 42).
+long long integer_of(const std::string& reply) {
+    BOOST_REQUIRE_MESSAGE(!reply.empty() && reply[0] == ':', "not an integer reply: " << reply);
+    return std::stoll(reply.substr(1));
+}
+
+long long info_field(const redis_process& srv, const char* section, const std::string& field) {
+    const auto info = srv.command({"INFO", section});
+    const auto pos = info.find(field + ":");
+    BOOST_REQUIRE(pos != std::string::npos);
+    return std::stoll(info.substr(pos + field.size() + 1));
+}
+
+// A connection running on an io_context for the length of a test body.
+struct fixture {
+    redis_process srv;
+    asio::io_context ioc;
+    corolock::connection conn{ioc.get_executor(), config_for(srv), quiet()};
+
+    void run(std::function<awaitable<void>()> body, std::chrono::seconds limit = 30s) {
+        run_coroutine_test(
+            ioc,
+            [&]() -> awaitable<void> {
+                conn.async_run(asio::detached);
+                co_await body();
+                conn.cancel();
+            }(),
+            limit);
+    }
+    bool exists(std::string_view key) { return srv.command({"EXISTS", key}) == ":1\r\n"; }
+    std::string hget(std::string_view key, std::string_view field) {
+        return srv.command({"HGET", key, field});
+    }
+};
+
+// A loopback port nobody listens on.
+std::uint16_t closed_port() {
+    asio::io_context probe;
+    asio::ip::tcp::acceptor a(probe, {asio::ip::make_address("127.0.0.1"), 0});
+    const auto port = a.local_endpoint().port();
+    a.close();
+    return port;
+}
+
+// Test timings (as config_for) for a server that is not there: a connection on it never runs,
+// or never gets through.
+corolock::connection_config config_for_port(std::uint16_t port) {
+    corolock::connection_config cfg;
+    cfg.port = std::to_string(port);
+    cfg.health_check_interval = 200ms;
+    cfg.connect_timeout = 1s;
+    cfg.reconnect_wait = 20ms;
+    cfg.reconnect_wait_max = 200ms;
+    cfg.max_wait_for_connection = 5s;
+    return cfg;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(s10_bad_input)
+
+BOOST_AUTO_TEST_CASE(leases_out_of_range_fail_before_redis) {
+    // A connection that never runs: a request would wait for it, so a prompt typed error proves
+    // the check came first. steady_clock::duration is nanoseconds in an int64, so no lease it
+    // can hold overflows int64 milliseconds; the overflow risk is `now + lease` in the deadline
+    // arithmetic, which validation must head off. (std::chrono::hours::max() cannot even be
+    // converted to nanoseconds without signed overflow, i.e. UB in the caller's own code.)
+    const clock_type::duration bad[] = {
+        clock_type::duration::max(),        // ~292 years: deadline would overflow
+        clock_type::duration::min(),        // most negative
+        std::chrono::hours(24 * 365) + 1ns, // just past the one-year cap
+        std::chrono::duration_cast<clock_type::duration>(std::chrono::hours(24 * 365 * 100)),
+        999us, // rounds down to PX 0
+        1ns,
+        -1ns,
+    };
+    asio::io_context idle;
+    corolock::connection offline(idle.get_executor(), config_for_port(closed_port()), quiet());
+    std::vector<std::unique_ptr<corolock::mutex>> ms;
+    std::vector<error_code> got;
+    for (const auto lease : bad) {
+        for (const bool watchdog : {true, false}) {
+            ms.push_back(std::make_unique<corolock::mutex>(offline, "lock:lease",
+                                                           lease_of(lease, watchdog)));
+            auto& m = *ms.back();
+            m.async_acquire([&](error_code ec) { got.push_back(ec); });
+            m.async_acquire_for(1s, [&](error_code ec) { got.push_back(ec); });
+            m.async_try_acquire([&](error_code ec, bool ok) {
+                got.push_back(ec);
+                BOOST_TEST(!ok);
+            });
+        }
+    }
+    // An empty name and a bad lease: either is a typed argument error.
+    corolock::mutex both(offline, "", lease_of(clock_type::duration::max()));
+    error_code both_ec;
+    both.async_acquire([&](error_code ec) { both_ec = ec; });
+    BOOST_TEST(got.empty()); // never completed inside the initiating call
+    const auto t0 = clock_type::now();
+    idle.run_for(2s);
+    BOOST_TEST_MESSAGE(got.size() << " bad-lease operations completed in " << ms_since(t0)
+                                  << " ms");
+    BOOST_REQUIRE_EQUAL(got.size(), std::size(bad) * 2 * 3);
+    for (const auto& ec : got) {
+        BOOST_TEST(ec == error::invalid_lease);
+        BOOST_TEST(ec == corolock::condition::invalid_argument);
+    }
+    BOOST_TEST(both_ec == corolock::condition::invalid_argument);
+    BOOST_TEST(offline.stats().commands == 0u);
+    BOOST_TEST(offline.stats().bytes_written == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(empty_name_fails_before_redis_on_every_lock_operation) {
+    asio::io_context idle;
+    corolock::connection offline(idle.get_executor(), config_for_port(closed_port()), quiet());
+    corolock::mutex empty(offline, "");
+    error_code acquire_for_ec, force_ec, release_ec, lost_ec;
+    bool deleted = true;
+    empty.async_acquire_for(1s, [&](error_code ec) { acquire_for_ec = ec; });
+    idle.run_for(1s);
+    empty.async_force_unlock([&](error_code ec, bool d) { force_ec = ec, deleted = d; });
+    idle.restart();
+    idle.run_for(1s);
+    empty.async_release([&](error_code ec) { release_ec = ec; });
+    idle.restart();
+    idle.run_for(1s);
+    empty.async_wait_lost([&](error_code ec) { lost_ec = ec; });
+    idle.restart();
+    idle.run_for(1s);
+    BOOST_TEST(acquire_for_ec == error::invalid_name);
+    BOOST_TEST(force_ec == error::invalid_name);
+    BOOST_TEST(!deleted);
+    BOOST_TEST(release_ec == error::not_owner); // nothing held: nothing to send
+    BOOST_TEST(lost_ec == error::not_owner);
+    BOOST_TEST(offline.stats().commands == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(lease_bounds_are_accepted_and_honoured, fixture) {
+    run([&]() -> awaitable<void> {
+        // The largest lease accepted: one year, sent as PX 31536000000.
+        corolock::mutex year(conn, "lock:year", lease_of(std::chrono::hours(24 * 365)));
+        co_await year.async_acquire();
+        const auto pttl = integer_of(srv.command({"PTTL", "lock:year"}));
+        BOOST_TEST(pttl > 31'535'990'000LL);
+        BOOST_TEST(pttl <= 31'536'000'000LL);
+        co_await year.async_release();
+        BOOST_TEST(!exists("lock:year"));
+
+        // The smallest: 1 ms. Its drift margin (lease/100 + 2 ms) exceeds the lease, so the
+        // library's own validity is already over when the reply arrives. Whatever the acquire
+        // answers, the lease must not outlive 1 ms on either side.
+        for (const bool watchdog : {false, true}) {
+            corolock::mutex tiny(conn, "lock:tiny", lease_of(1ms, watchdog));
+            auto [ec] = co_await tiny.async_acquire_for(1s, tuple_deferred);
+            const bool held_at_completion = tiny.held();
+            co_await sleep_for(30ms);
+            BOOST_TEST_MESSAGE("lease 1 ms, watchdog "
+                               << watchdog << ": acquire -> " << ec.message() << " (held "
+                               << held_at_completion << " at completion), 30 ms later held "
+                               << tiny.held() << " lost " << tiny.lost());
+            BOOST_TEST(!tiny.held());
+            if (!ec)
+                BOOST_TEST(tiny.lost());
+            BOOST_TEST(!exists("lock:tiny"));
+            auto [rec] = co_await tiny.async_release(tuple_deferred);
+            BOOST_TEST(rec == error::not_owner);
+        }
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(names_with_nul_and_crlf_are_binary_safe, fixture) {
+    run([&]() -> awaitable<void> {
+        const std::string names[] = {
+            std::string("a\0b", 3),
+            std::string("\0", 1),
+            std::string("x\r\ny", 4),
+            std::string("\r\n", 2),
+            "with space",
+            std::string("{t\0g}\r\n", 7),
+            std::string("\r\n*1\r\n$4\r\nPING\r\n", 16), // RESP-looking bytes
+        };
+        for (const auto& name : names) {
+            corolock::mutex a(conn, name, lease_of(300ms)), b(conn, name);
+            BOOST_TEST(a.name() == name);
+            co_await a.async_acquire();
+            BOOST_TEST(exists(name));
+            BOOST_TEST(hget(name, "owner") == bulk(a.owner_id()));
+            const auto fence = corolock::detail::derived_key(name, "fence");
+            BOOST_TEST(srv.command({"GET", fence}) == bulk(std::to_string(a.token())));
+            // A prefix up to the first NUL or CR must not have been touched.
+            const auto cut = name.find_first_of(std::string("\0\r", 2));
+            if (cut != std::string::npos && cut > 0)
+                BOOST_TEST(!exists(std::string_view(name).substr(0, cut)));
+            // The watchdog renews the binary key (several renewals at 100 ms) ...
+            co_await sleep_for(450ms);
+            BOOST_TEST(a.held());
+            BOOST_TEST(!a.lost());
+            // ... and a waiter is handed the lock by the release message on the binary channel.
+            BOOST_TEST(!(co_await b.async_try_acquire()));
+            error_code waited = asio::error::would_block;
+            b.async_acquire_for(5s, [&](error_code ec) { waited = ec; });
+            co_await sleep_for(30ms);
+            const auto pubsub = corolock::get_lock_stats(conn).pubsub_wakeups;
+            const auto t0 = clock_type::now();
+            co_await a.async_release();
+            while (waited == asio::error::would_block)
+                co_await sleep_for(1ms);
+            BOOST_TEST(!waited);
+            BOOST_TEST(ms_since(t0) < 200); // not the fallback timer
+            BOOST_TEST(corolock::get_lock_stats(conn).pubsub_wakeups > pubsub);
+            BOOST_TEST(hget(name, "owner") == bulk(b.owner_id()));
+            co_await b.async_release();
+            BOOST_TEST(!exists(name));
+        }
+        // Nothing but the fence keys is left, each with the exact bytes of its name.
+        const auto keys = srv.command({"DBSIZE"});
+        BOOST_TEST(integer_of(keys) == static_cast<long long>(std::size(names)));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(one_mebibyte_name_works, fixture) {
+    // Works: Redis takes keys and channel names up to proto-max-bulk-len (512 MiB) and the
+    // library copies the name once per object; each script call carries the name (twice for the
+    // acquire: the key and its fence key), so a renewal round costs about 1 MiB on the wire.
+    run([&]() -> awaitable<void> {
+        std::string name(1024 * 1024, 'k');
+        for (std::size_t i = 0; i < name.size(); i += 4096)
+            name[i] = static_cast<char>('a' + (i / 4096) % 26);
+        corolock::mutex a(conn, name, lease_of(300ms)), b(conn, name);
+        auto t0 = clock_type::now();
+        co_await a.async_acquire();
+        BOOST_TEST_MESSAGE("1 MiB name: acquired in " << ms_since(t0) << " ms");
+        BOOST_TEST(
+            integer_of(srv.command({"STRLEN", corolock::detail::derived_key(name, "fence")})) > 0);
+        BOOST_TEST(hget(name, "owner") == bulk(a.owner_id()));
+        const auto renewals = corolock::get_lock_stats(conn).renewals;
+        co_await sleep_for(700ms);
+        BOOST_TEST(a.held());
+        BOOST_TEST(!a.lost());
+        BOOST_TEST(corolock::get_lock_stats(conn).renewals >= renewals + 4);
+        BOOST_TEST(!(co_await b.async_try_acquire()));
+        error_code waited = asio::error::would_block;
+        b.async_acquire_for(5s, [&](error_code ec) { waited = ec; });
+        co_await sleep_for(50ms);
+        t0 = clock_type::now();
+        co_await a.async_release();
+        while (waited == asio::error::would_block)
+            co_await sleep_for(1ms);
+        BOOST_TEST(!waited);
+        BOOST_TEST_MESSAGE("1 MiB name: handed over in " << ms_since(t0) << " ms");
+        co_await b.async_release();
+        BOOST_TEST(!exists(name));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(foreign_hash_without_owner_is_wrong_type_and_untouched, fixture) {
+    run([&]() -> awaitable<void> {
+        // A user's hash, and one that looks like a lock but has no owner field.
+        BOOST_TEST(srv.command({"HSET", "lock:hash", "field", "value"}) == ":1\r\n");
+        BOOST_TEST(srv.command({"HSET", "lock:ownerless", "count", "1", "token", "7"}) == ":2\r\n");
+        BOOST_TEST(srv.command({"PEXPIRE", "lock:ownerless", "600000"}) == ":1\r\n");
+        for (const char* name : {"lock:hash", "lock:ownerless"}) {
+            corolock::mutex m(conn, name);
+            const auto before = srv.command({"HGETALL", name});
+            auto [ec, ok] = co_await m.async_try_acquire(tuple_deferred);
+            BOOST_TEST(ec == error::wrong_type);
+            BOOST_TEST(ec == corolock::condition::server_failure);
+            BOOST_TEST(!ok);
+            const auto t0 = clock_type::now();
+            auto [ec2] = co_await m.async_acquire_for(5s, tuple_deferred);
+            BOOST_TEST(ec2 == error::wrong_type); // final at once, not retried until 5 s
+            BOOST_TEST(ms_since(t0) < 500);
+            BOOST_TEST(!m.held());
+            auto [ec3, deleted] = co_await m.async_force_unlock(tuple_deferred);
+            BOOST_TEST(!ec3);
+            BOOST_TEST(!deleted);
+            auto [ec4] = co_await m.async_release(tuple_deferred);
+            BOOST_TEST(ec4 == error::not_owner);
+            BOOST_TEST(srv.command({"HGETALL", name}) == before);
+        }
+        BOOST_TEST(srv.command({"PTTL", "lock:hash"}) == ":-1\r\n"); // no TTL was added
+        const auto pttl = integer_of(srv.command({"PTTL", "lock:ownerless"}));
+        BOOST_TEST(pttl > 500'000); // its own TTL, not a lease of ours
+        BOOST_TEST(!exists("{lock:hash}:fence"));
+
+        // The key turns into a string while held: the next renewal reports the lease lost
+        // (the renew script only extends a hash owned by us) and the string stays as it is;
+        // the release then answers not_owner without touching it.
+        corolock::mutex held(conn, "lock:replaced", lease_of(300ms));
+        co_await held.async_acquire();
+        BOOST_TEST(srv.command({"SET", "lock:replaced", "user data"}) == "+OK\r\n");
+        auto [lost] = co_await held.async_wait_lost(tuple_deferred);
+        BOOST_TEST(lost == error::lease_lost);
+        auto [rel] = co_await held.async_release(tuple_deferred);
+        BOOST_TEST(rel == error::not_owner);
+        BOOST_TEST(srv.command({"GET", "lock:replaced"}) == bulk("user data"));
+        BOOST_TEST(srv.command({"PTTL", "lock:replaced"}) == ":-1\r\n");
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(foreign_and_double_release_send_nothing_and_change_nothing, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex owner(conn, "lock:rel"), stranger(conn, "lock:rel");
+        co_await owner.async_acquire();
+        const auto before = srv.command({"HGETALL", "lock:rel"});
+        // A stranger that never held it: not_owner, and nothing goes to the server.
+        const auto commands = conn.stats().commands;
+        auto [ec] = co_await stranger.async_release(tuple_deferred);
+        BOOST_TEST(ec == error::not_owner);
+        BOOST_TEST(conn.stats().commands == commands);
+        BOOST_TEST(srv.command({"HGETALL", "lock:rel"}) == before);
+
+        // Reentrant holds: two acquires, three releases; the third is a double release.
+        co_await owner.async_acquire();
+        co_await owner.async_release();
+        BOOST_TEST(exists("lock:rel"));
+        co_await owner.async_release();
+        BOOST_TEST(!exists("lock:rel"));
+        auto [ec2] = co_await owner.async_release(tuple_deferred);
+        BOOST_TEST(ec2 == error::not_owner);
+
+        // A fixed lease runs out and someone else takes the lock: the old holder's release
+        // (and its double) must leave the new holder's key exactly as it is.
+        corolock::mutex late(conn, "lock:rel", lease_of(150ms, false));
+        co_await late.async_acquire();
+        co_await sleep_for(250ms);
+        corolock::mutex next(conn, "lock:rel", lease_of(10s, false));
+        BOOST_TEST(co_await next.async_try_acquire());
+        const auto taken = srv.command({"HGETALL", "lock:rel"});
+        const auto ttl_before = integer_of(srv.command({"PTTL", "lock:rel"}));
+        for (int i = 0; i < 2; ++i) {
+            auto [rec] = co_await late.async_release(tuple_deferred);
+            BOOST_TEST(rec == error::not_owner);
+        }
+        BOOST_TEST(srv.command({"HGETALL", "lock:rel"}) == taken);
+        BOOST_TEST(integer_of(srv.command({"PTTL", "lock:rel"})) <= ttl_before);
+        BOOST_TEST(hget("lock:rel", "owner") == bulk(next.owner_id()));
+        co_await next.async_release();
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(extend_after_expiry_does_not_resurrect_the_lease, fixture) {
+    run([&]() -> awaitable<void> {
+        // Fixed lease, two holds, sleep past it.
+        corolock::mutex fixed(conn, "lock:expired", lease_of(200ms, false));
+        co_await fixed.async_acquire();
+        co_await fixed.async_acquire();
+        const auto old_token = fixed.token();
+        co_await sleep_for(350ms);
+        BOOST_TEST(!exists("lock:expired"));
+        BOOST_TEST(fixed.lost());
+        BOOST_TEST(!fixed.held());
+        // An extend of the expired lease, as the watchdog would send it: refused, no key.
+        {
+            const std::string_view keys[] = {"lock:expired"};
+            const std::string lease = "200";
+            const std::string_view args[] = {fixed.owner_id(), lease};
+            corolock::generic_response resp;
+            co_await conn.async_eval(corolock::detail::renew_script(), keys, args, resp);
+            std::vector<bool> renewed;
+            BOOST_TEST(!corolock::detail::decode_renew(resp, renewed));
+            BOOST_REQUIRE_EQUAL(renewed.size(), 1u);
+            BOOST_TEST(!renewed[0]);
+            BOOST_TEST(!exists("lock:expired"));
+        }
+        co_await sleep_for(300ms);
+        BOOST_TEST(!exists("lock:expired")); // nothing of ours renews it either
+        // Acquiring again is a new acquisition: new token, one hold, the old two are gone.
+        co_await fixed.async_acquire();
+        BOOST_TEST(fixed.token() > old_token);
+        BOOST_TEST(fixed.hold_count() == 1u);
+        BOOST_TEST(hget("lock:expired", "count") == bulk("1"));
+        co_await fixed.async_release();
+        BOOST_TEST(!exists("lock:expired"));
+
+        // Watchdog: the key disappears under the holder. The next renewal reports the loss
+        // and no later renewal recreates the key.
+        corolock::mutex dog(conn, "lock:dog", lease_of(300ms));
+        co_await dog.async_acquire();
+        co_await sleep_for(150ms); // at least one renewal
+        BOOST_TEST(srv.command({"DEL", "lock:dog"}) == ":1\r\n");
+        const auto t0 = clock_type::now();
+        auto [lost] = co_await dog.async_wait_lost(tuple_deferred);
+        BOOST_TEST(lost == error::lease_lost);
+        BOOST_TEST_MESSAGE("deleted key reported lost after " << ms_since(t0)
+                                                              << " ms (renewal period 100 ms)");
+        BOOST_TEST(ms_since(t0) < 300);
+        const auto renewals = corolock::get_lock_stats(conn).renewals;
+        for (int i = 0; i < 10; ++i) { // 5 renewal periods
+            co_await sleep_for(50ms);
+            BOOST_TEST(!exists("lock:dog"));
+        }
+        BOOST_TEST(corolock::get_lock_stats(conn).renewals == renewals);
+        auto [rel] = co_await dog.async_release(tuple_deferred);
+        BOOST_TEST(rel == error::not_owner);
+        BOOST_TEST(!exists("lock:dog"));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(out_of_memory_is_an_error_not_busy, fixture) {
+    run([&]() -> awaitable<void> {
+        // A lock held before memory runs out.
+        corolock::mutex holder(conn, "lock:oom:held", lease_of(600ms));
+        co_await holder.async_acquire();
+
+        BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}) == "+OK\r\n");
+        const auto base = info_field(srv, "memory", "used_memory");
+        BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory", std::to_string(base + (1 << 20))}) ==
+                   "+OK\r\n");
+        const std::string value(64 * 1024, 'x');
+        int filled = 0;
+        std::string refused;
+        for (; filled < 1000; ++filled) {
+            refused = srv.command({"SET", "fill:" + std::to_string(filled), value});
+            if (refused != "+OK\r\n")
+                break;
+        }
+        BOOST_TEST_MESSAGE("filled " << filled << " x 64 KiB, then: " << refused);
+        BOOST_REQUIRE(refused.starts_with("-OOM"));
+        // Right at the limit, used memory wobbles with buffers (a small write may pass again);
+        // put the limit well below what is used so every write is refused from here on.
+        const auto used = info_field(srv, "memory", "used_memory");
+        BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory", std::to_string(used / 2)}) ==
+                   "+OK\r\n");
+        BOOST_REQUIRE(srv.command({"SET", "small", "1"}).starts_with("-OOM"));
+
+        // A free lock: a typed error at once, not "busy", not a wait until the deadline.
+        corolock::mutex m(conn, "lock:oom");
+        auto [ec, ok] = co_await m.async_try_acquire(tuple_deferred);
+        BOOST_TEST_MESSAGE("try_acquire under OOM: " << ec.message() << " (" << ec << ")");
+        BOOST_TEST(ec == error::server_error);
+        BOOST_TEST(ec == corolock::condition::server_failure);
+        BOOST_TEST(!ok);
+        auto t0 = clock_type::now();
+        auto [ec2] = co_await m.async_acquire_for(3s, tuple_deferred);
+        BOOST_TEST(ec2 == error::server_error);
+        BOOST_TEST(ms_since(t0) < 500);
+        BOOST_TEST(!m.held());
+        BOOST_TEST(!exists("lock:oom"));
+        BOOST_TEST(!exists("{lock:oom}:fence"));
+        // The mutex API gives the code only; the server's text is kept at the connection level.
+        {
+            const std::string_view keys[] = {"lock:oom", "{lock:oom}:fence"};
+            const std::string_view args[] = {m.owner_id(), "1000"};
+            corolock::generic_response resp;
+            co_await conn.async_eval(corolock::detail::acquire_script(), keys, args, resp);
+            const auto* e = corolock::find_error(resp);
+            BOOST_REQUIRE(e != nullptr);
+            BOOST_TEST_MESSAGE("server text: " << e->value);
+            BOOST_TEST(e->value.starts_with("OOM"));
+        }
+        // A held lock is truly busy, OOM or not (the acquire script writes nothing then).
+        corolock::mutex contender(conn, "lock:oom:held");
+        auto [ec3, ok3] = co_await contender.async_try_acquire(tuple_deferred);
+        BOOST_TEST(!ec3);
+        BOOST_TEST(!ok3);
+
+        // The holder keeps its lease: PEXPIRE is allowed under OOM, so renewals go on.
+        co_await sleep_for(1500ms);
+        BOOST_TEST(holder.held());
+        BOOST_TEST(!holder.lost());
+        const auto pttl = integer_of(srv.command({"PTTL", "lock:oom:held"}));
+        BOOST_TEST(pttl > 0);
+        BOOST_TEST(pttl <= 600);
+
+        // Release under OOM. Whatever it answers, the state must be consistent: either the key
+        // is gone, or the release failed with a typed error and the lock is still ours and
+        // still renewed (released once memory is back).
+        auto [rel] = co_await holder.async_release(tuple_deferred);
+        BOOST_TEST_MESSAGE("release under OOM: " << (rel ? rel.message() : "released"));
+        if (rel) {
+            BOOST_TEST(rel == error::server_error);
+            BOOST_TEST(holder.held());
+            BOOST_TEST(hget("lock:oom:held", "owner") == bulk(holder.owner_id()));
+            co_await sleep_for(800ms); // longer than the lease: still renewed
+            BOOST_TEST(holder.held());
+            BOOST_TEST(exists("lock:oom:held"));
+        }
+        BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory", "0"}) == "+OK\r\n");
+        if (rel)
+            co_await holder.async_release();
+        BOOST_TEST(!exists("lock:oom:held"));
+        // Memory back: the same mutex acquires.
+        BOOST_TEST(co_await m.async_try_acquire());
+        co_await m.async_release();
+    });
+}
+
+BOOST_AUTO_TEST_CASE(server_requiring_auth_without_password_fails_typed_and_promptly) {
+    redis_process srv({"--requirepass", "secret"});
+    asio::io_context ioc;
+    auto cfg = config_for(srv); // no password configured
+    cfg.max_wait_for_connection = 300ms;
+    corolock::connection conn(ioc.get_executor(), cfg, quiet());
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            corolock::request ping;
+            ping.push("PING");
+            auto t0 = clock_type::now();
+            auto [ec, n] = co_await conn.async_exec(ping, corolock::ignore, tuple_deferred);
+            BOOST_TEST_MESSAGE("exec: " << ec.message() << " after " << ms_since(t0) << " ms");
+            BOOST_TEST(ec == error::auth_failed);
+            BOOST_TEST(ms_since(t0) < 1000);
+
+            corolock::mutex m(conn, "lock:auth");
+            t0 = clock_type::now();
+            auto [ec2] = co_await m.async_acquire_for(10s, tuple_deferred);
+            BOOST_TEST_MESSAGE("acquire: " << ec2.message() << " after " << ms_since(t0) << " ms");
+            BOOST_TEST((ec2 == error::auth_failed || ec2 == error::not_connected));
+            BOOST_TEST(ms_since(t0) < 1000);
+            t0 = clock_type::now();
+            auto [ec3, ok] = co_await m.async_try_acquire(tuple_deferred);
+            BOOST_TEST((ec3 == error::auth_failed || ec3 == error::not_connected));
+            BOOST_TEST(!ok);
+            BOOST_TEST(ms_since(t0) < 1000);
+            BOOST_TEST(!m.held());
+            conn.cancel();
+        }(),
+        30s);
+    BOOST_TEST(conn.stats().connects == 0u);
+    BOOST_TEST(srv.command({"DBSIZE"}) == ":0\r\n"); // command() authenticates itself
+
+    // Without reconnection async_run itself ends with the cause, promptly.
+    asio::io_context ioc2;
+    cfg.reconnect_wait = 0s;
+    corolock::connection once(ioc2.get_executor(), cfg, quiet());
+    error_code run_ec;
+    const auto t0 = clock_type::now();
+    once.async_run([&](error_code e) { run_ec = e; });
+    ioc2.run_for(10s);
+    BOOST_TEST(run_ec == error::auth_failed);
+    BOOST_TEST(ms_since(t0) < 1000);
+}
+
+BOOST_AUTO_TEST_CASE(closed_port_acquire_fails_within_max_wait_for_connection) {
+    const auto port = closed_port();
+
+    // No reconnection: async_run reports the refusal at once.
+    {
+        asio::io_context ioc;
+        auto cfg = config_for_port(port);
+        cfg.reconnect_wait = 0s;
+        corolock::connection conn(ioc.get_executor(), cfg, quiet());
+        error_code run_ec;
+        const auto t0 = clock_type::now();
+        conn.async_run([&](error_code e) { run_ec = e; });
+        ioc.run_for(10s);
+        const auto took = ms_since(t0);
+        BOOST_TEST_MESSAGE("async_run on a closed port: " << run_ec.message() << " after " << took
+                                                          << " ms");
+        BOOST_TEST(run_ec == asio::error::connection_refused);
+        BOOST_TEST(took < 200);
+        // The lock on a connection that has stopped: not_connected at once.
+        corolock::mutex m(conn, "lock:closed");
+        error_code acq_ec;
+        m.async_acquire([&](error_code ec) { acq_ec = ec; });
+        const auto t1 = clock_type::now();
+        ioc.restart();
+        ioc.run_for(5s);
+        BOOST_TEST(acq_ec == error::not_connected);
+        BOOST_TEST(ms_since(t1) < 200);
+    }
+
+    // Reconnecting: an acquire waits max_wait_for_connection for a connection, then fails with
+    // a connection-failure condition (even though its own wait is much longer).
+    asio::io_context ioc;
+    auto cfg = config_for_port(port);
+    cfg.max_wait_for_connection = 300ms;
+    corolock::connection conn(ioc.get_executor(), cfg, quiet());
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            corolock::mutex m(conn, "lock:closed");
+            auto t0 = clock_type::now();
+            auto [ec] = co_await m.async_acquire_for(30s, tuple_deferred);
+            auto took = ms_since(t0);
+            BOOST_TEST_MESSAGE("acquire on a closed port: " << ec.message() << " after " << took
+                                                            << " ms (max_wait_for_connection 300)");
+            BOOST_TEST(ec == error::not_connected);
+            BOOST_TEST(ec == corolock::condition::connection_failure);
+            BOOST_TEST(took >= 250);
+            BOOST_TEST(took < 800);
+            t0 = clock_type::now();
+            auto [ec2, ok] = co_await m.async_try_acquire(tuple_deferred);
+            BOOST_TEST(ec2 == corolock::condition::connection_failure);
+            BOOST_TEST(!ok);
+            BOOST_TEST(ms_since(t0) < 800);
+            conn.cancel();
+        }(),
+        30s);
+    BOOST_TEST(conn.stats().connects == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
