@@ -70,7 +70,9 @@ struct lock_state : std::enable_shared_from_this<lock_state> {
         : conn(c.impl().shared_from_this()), name(std::move(n)),
           fence_key(derived_key(name, "fence")), channel(derived_key(name, "released")),
           owner(random_owner_id()), opts(std::move(o)), lease_ms(std::to_string(to_ms(opts.lease))),
-          drift(opts.lease / 100 + std::chrono::milliseconds(2)), wake(conn->strand()) {}
+          drift(std::min<clock::duration>(opts.lease / 100 + std::chrono::milliseconds(2),
+                                          opts.lease / 2)),
+          wake(conn->strand()) {}
 
     const asio::any_io_executor& executor() const { return conn->executor(); }
     bool held() const { return server_count > 0 && !lost_flag; }
@@ -510,6 +512,11 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
                 acquire_reply r;
                 if (auto ec = decode_acquire(call->resp, r))
                     co_return std::tuple{ec, false};
+                if (r.acquired && clock::now() >= sent + s->opts.lease - s->drift) {
+                    // Granted, but the reply came too late to trust the lease: give it back.
+                    release_in_background(*s, "one");
+                    co_return std::tuple{error_code(error::lease_lost), false};
+                }
                 if (r.acquired) {
                     if (r.count == 1) {
                         ++s->epoch;
@@ -759,6 +766,12 @@ void mutex::wait_lost_impl(handler_ec h) {
 }
 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {
+    if (!detail::lockable_name(state_->name)) {
+        asio::post(state_->conn->strand(), [h = std::move(h), ex = state_->executor()]() mutable {
+            detail::complete_on(std::move(h), ex, error_code(error::invalid_name), std::int64_t{0});
+        });
+        return;
+    }
     auto req = std::make_shared<request>();
     req->push("PTTL", state_->name);
     auto resp = std::make_shared<generic_response>();
@@ -776,7 +789,8 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
 }
 
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {
-    if (auto ec = state_->validate()) {
+    if (auto ec =
+            detail::lockable_name(state_->name) ? error_code{} : error_code(error::invalid_name)) {
         asio::post(state_->conn->strand(),
                    [h = std::move(h), ex = state_->executor(), ec]() mutable {
                        detail::complete_on(std::move(h), ex, ec, false);

@@ -73,8 +73,10 @@ if kind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0 then
   return redis.error_reply('WRONGTYPE the key at the lock name is not a corolock lock')
 end
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
-local count = redis.call('HINCRBY', KEYS[1], 'count', -1)
-if count > 0 and ARGV[3] ~= 'all' then return count end
+if ARGV[3] ~= 'all' and tonumber(redis.call('HGET', KEYS[1], 'count')) > 1 then
+  return redis.call('HINCRBY', KEYS[1], 'count', -1)
+end
+-- The last hold: DEL and PUBLISH only, which Redis allows even when out of memory.
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], 'released')
 return 0
