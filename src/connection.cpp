@@ -796,6 +796,15 @@ request evalsha_to_eval(const request& evalsha, const script& s) {
     return r;
 }
 
+} // namespace
+
+request detail::make_eval(const script& s, std::span<const std::string_view> keys,
+                          std::span<const std::string_view> args) {
+    return evalsha_to_eval(connection::make_evalsha(s, keys, args), s);
+}
+
+namespace {
+
 bool is_noscript(const generic_response& resp) {
     return !resp.empty() && resp.front().data_type == resp3::type::simple_error &&
            resp.front().value.starts_with("NOSCRIPT");

@@ -387,8 +387,8 @@ std::shared_ptr<lock_service> service_of(connection_impl& c) {
 // `on_abandoned`, the wait can be cancelled: the script still completes on the server, and its
 // reply is handed to `on_abandoned` instead.
 struct script_call {
-    explicit script_call(const asio::strand<asio::any_io_executor>& strand)
-        : ready(strand, clock::time_point::max()) {}
+    script_call(const asio::strand<asio::any_io_executor>& strand, clock::time_point deadline)
+        : ready(strand, deadline) {}
     asio::steady_timer ready;
     bool done = false;
     bool abandoned = false;
@@ -397,11 +397,14 @@ struct script_call {
     std::function<void(script_call&)> on_abandoned;
 };
 
+// `deadline` (with `on_abandoned`) bounds the wait too: a stalled server cannot hold the caller
+// past it.
 asio::awaitable<std::shared_ptr<script_call>>
 call_script(lock_state& s, const script& sc, std::span<const std::string_view> keys,
             std::span<const std::string_view> args,
-            std::function<void(script_call&)> on_abandoned = {}) {
-    auto call = std::make_shared<script_call>(s.conn->strand());
+            std::function<void(script_call&)> on_abandoned = {},
+            clock::time_point deadline = clock::time_point::max()) {
+    auto call = std::make_shared<script_call>(s.conn->strand(), deadline);
     call->on_abandoned = std::move(on_abandoned);
     auto req = std::make_shared<request>(connection::make_evalsha(sc, keys, args));
     start_eval(s.conn, sc, req, call->resp,
@@ -416,10 +419,10 @@ call_script(lock_state& s, const script& sc, std::span<const std::string_view> k
                    }
                }));
     while (!call->done) {
-        co_await call->ready.async_wait(nothrow);
+        auto [ec] = co_await call->ready.async_wait(nothrow);
         auto cs = co_await asio::this_coro::cancellation_state;
-        if (!call->done && cs.cancelled() != asio::cancellation_type::none) {
-            call->abandoned = true;
+        if (!call->done && (!ec || cs.cancelled() != asio::cancellation_type::none)) {
+            call->abandoned = true; // cancelled, or the deadline passed
             break;
         }
     }
@@ -430,10 +433,12 @@ call_script(lock_state& s, const script& sc, std::span<const std::string_view> k
 void release_in_background(lock_state& s, std::string_view mode) {
     const std::string_view keys[] = {s.name};
     const std::string_view args[] = {s.owner, s.channel, mode};
-    auto req = std::make_shared<request>(connection::make_evalsha(release_script(), keys, args));
+    // EVAL, not EVALSHA: an undo must reach Redis before anything queued after it (a NOSCRIPT
+    // retry would put it behind the next acquire, and it would delete that new hold).
+    auto req = std::make_shared<request>(make_eval(release_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
-    start_eval(s.conn, release_script(), req, *resp,
-               asio::bind_executor(s.conn->strand(), [resp](error_code) {}));
+    start_exec_for(s.conn, *req, make_adapter(*resp),
+                   asio::bind_executor(s.conn->strand(), [req, resp](error_code, std::size_t) {}));
 }
 
 void drop_hold(lock_state& s, lock_service& svc) {
@@ -496,9 +501,15 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
                 if (!c.ec && !decode_acquire(c.resp, r) && r.acquired)
                     release_in_background(*state, "one");
             };
-            auto call = co_await call_script(*s, acquire_script(), keys, args, std::move(undo));
-            if (!call->done)
-                co_return std::tuple{error_code(asio::error::operation_aborted), false};
+            auto call = co_await call_script(*s, acquire_script(), keys, args, std::move(undo),
+                                             deadline.value_or(clock::time_point::max()));
+            if (!call->done) {
+                auto cs = co_await asio::this_coro::cancellation_state;
+                co_return std::tuple{cs.cancelled() != asio::cancellation_type::none
+                                         ? error_code(asio::error::operation_aborted)
+                                         : error_code(error::acquire_timeout),
+                                     false};
+            }
             if (call->ec) {
                 // Only a lost connection is worth riding out; anything else is final.
                 if (once || s->server_count > 0 || call->ec != error::connection_lost)

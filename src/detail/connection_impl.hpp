@@ -187,6 +187,11 @@ void start_exec_for(const std::shared_ptr<connection_impl>& impl, const request&
                     response_adapter adapter,
                     boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
 
+// The EVAL form of a script call: never answered NOSCRIPT, so it keeps its place on the socket
+// (an EVALSHA answered NOSCRIPT is re-sent as EVAL behind whatever was queued meanwhile).
+request make_eval(const script& s, std::span<const std::string_view> keys,
+                  std::span<const std::string_view> args);
+
 // EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from connection::make_evalsha.
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 std::shared_ptr<request> req, generic_response& resp,
