@@ -523,12 +523,15 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
                 acquire_reply r;
                 if (auto ec = decode_acquire(call->resp, r))
                     co_return std::tuple{ec, false};
-                if (r.acquired && clock::now() >= sent + s->opts.lease - s->drift) {
+                const bool late = r.acquired && clock::now() >= sent + s->opts.lease - s->drift;
+                if (late) {
                     // Granted, but the reply came too late to trust the lease: give it back.
+                    // A waiting acquire backs off and tries again within its deadline.
                     release_in_background(*s, "one");
-                    co_return std::tuple{error_code(error::lease_lost), false};
-                }
-                if (r.acquired) {
+                    if (once || s->server_count > 0)
+                        co_return std::tuple{error_code(error::lease_lost), false};
+                    wait = fallback.next(svc.rng());
+                } else if (r.acquired) {
                     if (r.count == 1) {
                         ++s->epoch;
                         s->token = r.token;
@@ -542,18 +545,20 @@ acquire_op(std::shared_ptr<lock_state> s, std::optional<clock::time_point> deadl
                     svc.watch(s);
                     s->publish();
                     co_return std::tuple{error_code{}, true};
+                } else {
+                    if (once)
+                        co_return std::tuple{error_code{}, false};
+                    if (!s->queued) {
+                        svc.enqueue(*s); // subscribe, then retry at once if first in line
+                        continue;
+                    }
+                    wait = fallback.next(svc.rng());
+                    if (r.holder_ttl > 0)
+                        wait = std::min<clock::duration>(wait,
+                                                         std::chrono::milliseconds(r.holder_ttl));
+                    else
+                        wait = std::min(wait, s->opts.retry_base);
                 }
-                if (once)
-                    co_return std::tuple{error_code{}, false};
-                if (!s->queued) {
-                    svc.enqueue(*s); // subscribe, then retry at once if first in line
-                    continue;
-                }
-                wait = fallback.next(svc.rng());
-                if (r.holder_ttl > 0)
-                    wait = std::min<clock::duration>(wait, std::chrono::milliseconds(r.holder_ttl));
-                else
-                    wait = std::min(wait, s->opts.retry_base);
             }
         } else if (svc.is_head(*s)) {
             wait = fallback.next(svc.rng()); // promoted: a release message will wake us
