@@ -37,7 +37,9 @@ struct mutex_options {
     /// retry_base to retry_max, full jitter, capped by the holder's TTL and the wait deadline.
     std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(50);
     std::chrono::steady_clock::duration retry_max = std::chrono::seconds(2);
-    /// Called (on the connection's executor) when a held lease is lost, with the reason.
+    /// Called (posted to the connection's executor) when a held lease is lost, with the reason.
+    /// Being posted, it may run after a later release or acquire has completed; to tie a loss to
+    /// one critical section, use `async_wait_lost` (or `async_with_lock`) instead.
     std::function<void(error_code)> on_lost;
 };
 
