@@ -6,6 +6,7 @@
 //   corolock-bench pipeline [--coroutines K] [--seconds S] [--threads N] [--host H --port P]
 //                           [--json]
 //   corolock-bench lock [--seconds S] [--locks N] [--host H --port P] [--json]
+//   corolock-bench soak [--seconds S] [--interval I] [--locks N] [--host H --port P] [--json]
 //
 // pipeline: K coroutines each loop `SET key:<i> <16-byte value>` over ONE corolock::connection
 // for S seconds (after a 1 s warm-up), then redis-benchmark (-c 1 -P 64, one connection with 64
@@ -16,6 +17,11 @@
 // as many commands in flight; (2) 50 coroutines contending for one name, holding 0 and 1 ms;
 // (3) nested re-acquisition of a held lock; (4) N locks held under the watchdog: client memory
 // per lock and renewal traffic. See bench/README.md.
+//
+// soak: N locks (default 10,000) held under the watchdog on ONE connection for S seconds
+// (default 300), sampling client memory (RSS, malloc'd bytes) and renewal traffic every I seconds
+// (default 10): growth per lock per hour from a linear fit, renewals/s against the ideal, leases
+// lost; then client memory after releasing them all.
 //
 // Without --host/--port a private redis-server is started on a free loopback port and stopped at
 // the end, on every path.
@@ -66,6 +72,9 @@ constexpr std::string_view value_16 = "0123456789abcdef";
 constexpr int benchmark_pipeline = 64;
 constexpr double default_pipeline_seconds = 5;
 constexpr double default_lock_seconds = 3;
+constexpr int default_lock_locks = 100000;
+constexpr double default_soak_seconds = 300;
+constexpr int default_soak_locks = 10000;
 
 // ------------------------------------------------------------------------------------------------
 // Options shared by every subcommand.
@@ -76,21 +85,25 @@ struct options {
     int coroutines = 256;
     double seconds = 0; // 0: the subcommand's default
     int threads = 1;
-    int locks = 100000;
+    int locks = 0;        // 0: the subcommand's default
+    double interval = 10; // soak: seconds between samples
     bool json = false;
 };
 
 void usage(std::ostream& os) {
-    os << "usage: corolock-bench pipeline|lock [options]\n"
+    os << "usage: corolock-bench pipeline|lock|soak [options]\n"
           "  pipeline: K coroutines loop SET over one connection, next to redis-benchmark SET\n"
           "  lock:     acquire/release figures over one connection (uncontended, contended,\n"
           "            reentrant, many locks under the watchdog), next to redis-benchmark\n"
           "            running the same Lua scripts\n"
+          "  soak:     N locks held under the watchdog on one connection for S seconds,\n"
+          "            client memory and renewal traffic sampled every I seconds\n"
           "  --coroutines K   pipeline: concurrent coroutines on one connection (default 256)\n"
           "  --seconds S      measured time per figure (pipeline: 5 after 1 s warm-up;\n"
-          "                   lock: 3 after 0.5 s warm-up)\n"
-          "  --threads N      pipeline: io_context threads (default 1; lock uses one)\n"
-          "  --locks N        lock: locks held under the watchdog (default 100000)\n"
+          "                   lock: 3 after 0.5 s warm-up; soak: 300 in all)\n"
+          "  --interval I     soak: seconds between samples (default 10)\n"
+          "  --threads N      pipeline: io_context threads (default 1; lock and soak use one)\n"
+          "  --locks N        locks held under the watchdog (lock: 100000, soak: 10000)\n"
           "  --host H         use this server instead of starting one (default 127.0.0.1)\n"
           "  --port P         use this server instead of starting one\n"
           "  --json           also print the figures as one JSON object on the last line\n";
@@ -141,6 +154,9 @@ std::optional<options> parse_options(int argc, char** argv, int first) {
             auto v = value();
             // from_chars for double is in libstdc++ 11+.
             ok = v && parse_number(*v, o.seconds) && o.seconds > 0 && o.seconds < 86400;
+        } else if (arg == "--interval") {
+            auto v = value();
+            ok = v && parse_number(*v, o.interval) && o.interval >= 0.1 && o.interval < 86400;
         } else if (arg == "-h" || arg == "--help") {
             usage(std::cout);
             return std::nullopt;
@@ -1273,6 +1289,8 @@ int run_lock(const options& in) {
     options o = in;
     if (o.seconds <= 0)
         o.seconds = default_lock_seconds;
+    if (o.locks <= 0)
+        o.locks = default_lock_locks;
     if (o.threads != 1) {
         std::cerr << "corolock-bench: lock runs on one thread (--threads 1)\n";
         return 2;
@@ -1506,6 +1524,379 @@ int run_lock(const options& in) {
     return errors == 0 && f.first_error.empty() ? 0 : 1;
 }
 
+// ================================================================================================
+// soak: N locks held under the watchdog on ONE connection for a long time, the client's memory
+// and the renewal traffic sampled at a fixed interval. Memory growth is the figure: a leak per
+// renewal shows as a slope that the short `lock` window cannot see.
+
+constexpr auto soak_lease = 3s;              // renewed every lease/3 = 1 s
+constexpr auto soak_warmup = 2 * soak_lease; // samples before this are printed, not compared
+constexpr std::size_t renew_batch = 100;     // locks per renewal script (mutex.hpp)
+
+struct soak_sample {
+    double t_s = 0; // since every lock was held
+    double rss = missing, heap = missing;
+    double cpu_us = 0;          // process CPU so far
+    corolock::lock_stats stats; // cumulative, since the connection was made
+    corolock::connection_stats conn;
+    std::size_t held = 0;
+};
+
+struct soak_figures {
+    std::size_t count = 0;
+    double rss_before = missing, heap_before = missing;     // before making the mutex objects
+    double rss_acquired = missing, heap_acquired = missing; // right after acquiring them all
+    double acquire_s = missing, release_s = missing;
+    std::vector<soak_sample> samples;
+    std::size_t released = 0;
+    double rss_released = missing, heap_released = missing;   // released, objects alive
+    double rss_destroyed = missing, heap_destroyed = missing; // mutex objects destroyed
+    corolock::lock_stats stats_end;                           // after release
+    std::uint64_t acquire_errors = 0, release_errors = 0;
+    std::uint64_t lost_callbacks = 0;
+    std::string first_lost;
+    std::string first_error;
+};
+
+// Least-squares slope of `field` over time (per second) for samples[from..]; NaN below 2 points.
+double slope_per_s(const std::vector<soak_sample>& s, std::size_t from,
+                   double soak_sample::*field) {
+    double n = 0, st = 0, sv = 0;
+    for (std::size_t i = from; i < s.size(); ++i) {
+        if (!std::isfinite(s[i].*field))
+            continue;
+        n += 1;
+        st += s[i].t_s;
+        sv += s[i].*field;
+    }
+    if (n < 2)
+        return missing;
+    const double mt = st / n, mv = sv / n;
+    double cov = 0, var = 0;
+    for (std::size_t i = from; i < s.size(); ++i) {
+        if (!std::isfinite(s[i].*field))
+            continue;
+        cov += (s[i].t_s - mt) * (s[i].*field - mv);
+        var += (s[i].t_s - mt) * (s[i].t_s - mt);
+    }
+    return var > 0 ? cov / var : missing;
+}
+
+std::string kib(double bytes) {
+    return show(bytes / 1024.0, 0);
+}
+
+std::string signed_show(double v, int precision) {
+    return std::isfinite(v) && v >= 0 ? "+" + show(v, precision) : show(v, precision);
+}
+
+void print_soak_header() {
+    std::cout << "       t s    RSS KiB  malloc'd KiB    renewals  renewals/s  renew calls   lost  "
+                 "   held    commands    KiB out     KiB in  CPU %\n";
+}
+
+void print_soak_sample(const soak_sample& s, const soak_sample* prev) {
+    const double dt = prev ? s.t_s - prev->t_s : 0;
+    const double rate =
+        prev && dt > 0 ? double(s.stats.renewals - prev->stats.renewals) / dt : missing;
+    const double cpu = prev && dt > 0 ? (s.cpu_us - prev->cpu_us) / 1e4 / dt : missing;
+    std::cout << "  " << std::setw(6) << show(s.t_s, 1) << "  " << std::setw(9) << kib(s.rss)
+              << "  " << std::setw(12) << kib(s.heap) << "  " << std::setw(10) << s.stats.renewals
+              << "  " << std::setw(10) << show(rate, 0) << "  " << std::setw(11)
+              << s.stats.renewal_calls << "  " << std::setw(5) << s.stats.leases_lost << "  "
+              << std::setw(7) << s.held << "  " << std::setw(10) << s.conn.commands << "  "
+              << std::setw(9) << kib(double(s.conn.bytes_written)) << "  " << std::setw(9)
+              << kib(double(s.conn.bytes_read)) << "  " << std::setw(5) << show(cpu, 1)
+              << std::endl;
+}
+
+asio::awaitable<void> run_soak_phase(corolock::connection& conn, const options& o,
+                                     soak_figures& f) {
+    auto ex = co_await asio::this_coro::executor;
+    crew c;
+    std::vector<std::unique_ptr<corolock::mutex>> locks;
+    corolock::mutex_options mo;
+    mo.lease = soak_lease;
+    mo.on_lost = [&f](corolock::error_code ec) {
+        if (f.lost_callbacks++ == 0)
+            f.first_lost = ec.message();
+    };
+
+    f.count = static_cast<std::size_t>(o.locks);
+    // Every sample's room up front: a growing vector would show as growth in the figures.
+    f.samples.reserve(static_cast<std::size_t>(std::ceil(o.seconds / o.interval)) + 2);
+    f.rss_before = rss_bytes();
+    f.heap_before = heap_bytes();
+    locks.reserve(f.count);
+    for (std::size_t i = 0; i < f.count; ++i)
+        locks.push_back(
+            std::make_unique<corolock::mutex>(conn, "bench:soak:" + std::to_string(i), mo));
+    const auto a0 = clock_type::now();
+    co_await run_many_pass(locks, false, c);
+    f.acquire_s = std::chrono::duration<double>(clock_type::now() - a0).count();
+    f.acquire_errors = c.errors;
+    f.rss_acquired = rss_bytes();
+    f.heap_acquired = heap_bytes();
+    std::cout << "  acquire all " << show(f.acquire_s, 2) << " s (" << many_in_flight
+              << " in flight, " << f.acquire_errors << " errors); client "
+              << signed_show((f.rss_acquired - f.rss_before) / 1024.0, 0) << " KiB RSS ("
+              << show((f.rss_acquired - f.rss_before) / double(f.count), 0) << " B/lock), "
+              << signed_show((f.heap_acquired - f.heap_before) / 1024.0, 0) << " KiB malloc'd ("
+              << show((f.heap_acquired - f.heap_before) / double(f.count), 0) << " B/lock)"
+              << std::endl;
+
+    if (f.acquire_errors == 0) {
+        std::cerr << "corolock-bench: holding " << f.count << " locks for " << o.seconds
+                  << " s, a sample every " << o.interval << " s\n";
+        print_soak_header();
+        asio::steady_timer timer(ex);
+        const auto t0 = clock_type::now();
+        for (int k = 0;; ++k) {
+            const double at = std::min(double(k) * o.interval, o.seconds);
+            timer.expires_at(t0 + seconds_of(at));
+            co_await timer.async_wait(asio::use_awaitable);
+            soak_sample s;
+            s.t_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+            s.rss = rss_bytes();
+            s.heap = heap_bytes();
+            s.cpu_us = process_cpu_us();
+            s.stats = corolock::get_lock_stats(conn);
+            s.conn = conn.stats();
+            for (const auto& m : locks)
+                s.held += m->held() ? 1 : 0;
+            f.samples.push_back(s);
+            print_soak_sample(f.samples.back(),
+                              f.samples.size() > 1 ? &f.samples[f.samples.size() - 2] : nullptr);
+            if (at >= o.seconds)
+                break;
+        }
+    }
+
+    // Release what is still held (a lost lease answers not_owner: it is reported as lost).
+    std::vector<std::unique_ptr<corolock::mutex>> held;
+    for (auto& m : locks)
+        if (m->held())
+            held.push_back(std::move(m));
+    f.released = held.size();
+    const auto r0 = clock_type::now();
+    co_await run_many_pass(held, true, c);
+    f.release_s = std::chrono::duration<double>(clock_type::now() - r0).count();
+    f.release_errors = c.errors - f.acquire_errors;
+    f.first_error = c.first_error;
+    co_await sleep_for(100ms); // let posted clean-up (timers, callbacks) run
+    f.rss_released = rss_bytes();
+    f.heap_released = heap_bytes();
+    held.clear();
+    locks.clear();
+    co_await sleep_for(100ms);
+    f.rss_destroyed = rss_bytes();
+    f.heap_destroyed = heap_bytes();
+    f.stats_end = corolock::get_lock_stats(conn);
+}
+
+soak_figures run_corolock_soak(const options& o, const target& t) {
+    asio::io_context ioc(1);
+    corolock::connection_config cfg;
+    cfg.host = t.host;
+    cfg.port = t.port;
+    cfg.client_name = "corolock-bench";
+    corolock::connection conn(ioc.get_executor(), cfg, {corolock::logger::level::error, {}});
+    soak_figures f;
+
+    auto controller = [&]() -> asio::awaitable<void> {
+        corolock::request ping;
+        ping.push("PING");
+        if (auto [ec, n] = co_await conn.async_exec(ping, corolock::ignore, tuple_deferred); ec) {
+            f.first_error = "first PING failed: " + ec.message();
+            conn.cancel();
+            co_return;
+        }
+        co_await run_soak_phase(conn, o, f);
+        conn.cancel();
+    };
+
+    std::exception_ptr failure;
+    conn.async_run([](corolock::error_code) {});
+    asio::co_spawn(ioc, controller(), [&](std::exception_ptr e) {
+        failure = e;
+        conn.cancel();
+    });
+    ioc.run();
+    if (failure)
+        std::rethrow_exception(failure);
+    return f;
+}
+
+int run_soak(const options& in) {
+    options o = in;
+    if (o.seconds <= 0)
+        o.seconds = default_soak_seconds;
+    if (o.locks <= 0)
+        o.locks = default_soak_locks;
+    if (o.threads != 1) {
+        std::cerr << "corolock-bench: soak runs on one thread (--threads 1)\n";
+        return 2;
+    }
+    target t;
+    open_target(o, t);
+    const double lease_s = std::chrono::duration<double>(soak_lease).count();
+    std::cout << "soak: " << o.locks << " locks held under the watchdog on one connection (lease "
+              << show(lease_s, 0) << " s, renewed every " << show(lease_s / 3, 0) << " s), "
+              << o.seconds << " s, a sample every " << o.interval << " s, server " << t.host << ":"
+              << t.port << (t.own ? " (own)" : "") << std::endl;
+
+    soak_figures f;
+    try {
+        f = run_corolock_soak(o, t);
+    } catch (...) {
+        if (t.own)
+            t.own->stop();
+        throw;
+    }
+    if (t.own)
+        t.own->stop();
+
+    // Samples from the end of the warm-up on are compared and fitted (all of them if fewer than
+    // two are left: a run shorter than the warm-up).
+    const auto& s = f.samples;
+    const double warmup_s = std::chrono::duration<double>(soak_warmup).count();
+    std::size_t from = 0;
+    while (from < s.size() && s[from].t_s < warmup_s)
+        ++from;
+    if (s.size() - from < 2)
+        from = 0;
+    const bool have = s.size() >= 2;
+    const soak_sample* first = have ? &s[from] : nullptr;
+    const soak_sample* last = have ? &s.back() : nullptr;
+    const double n = double(f.count);
+    const double rss_growth = have ? last->rss - first->rss : missing;
+    const double heap_growth = have ? last->heap - first->heap : missing;
+    const double rss_slope_h = slope_per_s(s, from, &soak_sample::rss) * 3600;
+    const double heap_slope_h = slope_per_s(s, from, &soak_sample::heap) * 3600;
+    // Renewal traffic over the whole hold (from the first sample to the last).
+    const double span_s = have ? s.back().t_s - s.front().t_s : missing;
+    auto rate = [&](auto member) {
+        return have && span_s > 0
+                   ? double(s.back().stats.*member - s.front().stats.*member) / span_s
+                   : missing;
+    };
+    const double renewals_per_s = rate(&corolock::lock_stats::renewals);
+    const double calls_per_s = rate(&corolock::lock_stats::renewal_calls);
+    const double ideal_renewals = n / (lease_s / 3);
+    const double ideal_calls = std::ceil(n / double(renew_batch)) / (lease_s / 3);
+    const double cpu_percent =
+        have && span_s > 0 ? (s.back().cpu_us - s.front().cpu_us) / 1e4 / span_s : missing;
+    auto conn_rate = [&](auto member) {
+        return have && span_s > 0 ? double(s.back().conn.*member - s.front().conn.*member) / span_s
+                                  : missing;
+    };
+    const double commands_per_s = conn_rate(&corolock::connection_stats::commands);
+    const double out_per_s = conn_rate(&corolock::connection_stats::bytes_written);
+    const double in_per_s = conn_rate(&corolock::connection_stats::bytes_read);
+    const std::uint64_t leases_lost =
+        std::max<std::uint64_t>(f.stats_end.leases_lost, f.lost_callbacks);
+    std::size_t min_held = f.count;
+    for (const auto& x : s)
+        min_held = std::min(min_held, x.held);
+
+    std::cout << "\nsummary (" << s.size() << " samples; warm-up " << show(warmup_s, 0)
+              << " s: compared and fitted from t = " << (have ? show(first->t_s, 1) : "n/a")
+              << " s to t = " << (have ? show(last->t_s, 1) : "n/a") << " s)\n"
+              << "  RSS          " << (have ? kib(first->rss) : "n/a") << " -> "
+              << (have ? kib(last->rss) : "n/a") << " KiB: growth " << signed_show(rss_growth, 0)
+              << " B; fit " << signed_show(rss_slope_h, 0)
+              << " B/h = " << signed_show(rss_slope_h / n, 3) << " B per lock per hour\n"
+              << "  malloc'd     " << (have ? kib(first->heap) : "n/a") << " -> "
+              << (have ? kib(last->heap) : "n/a") << " KiB: growth " << signed_show(heap_growth, 0)
+              << " B; fit " << signed_show(heap_slope_h, 0)
+              << " B/h = " << signed_show(heap_slope_h / n, 3) << " B per lock per hour\n"
+              << "  renewals/s   " << show(renewals_per_s, 0)
+              << " (ideal locks/(lease/3) = " << show(ideal_renewals, 0) << ", ratio "
+              << show(renewals_per_s / ideal_renewals, 3) << "); renewal script calls/s "
+              << show(calls_per_s, 1) << " (ideal " << show(ideal_calls, 1) << ")\n"
+              << "  connection   " << show(commands_per_s, 1) << " commands/s, "
+              << show(out_per_s / 1024, 1) << " KiB/s out, " << show(in_per_s / 1024, 1)
+              << " KiB/s in; client CPU " << show(cpu_percent, 1) << "%\n"
+              << "  leases lost  " << leases_lost
+              << (f.first_lost.empty() ? "" : " (first: " + f.first_lost + ")")
+              << "; fewest held at a sample " << (s.empty() ? 0 : min_held) << " of " << f.count
+              << "\n"
+              << "  release all  " << f.released << " locks in " << show(f.release_s, 2) << " s ("
+              << f.release_errors << " errors); client RSS " << kib(f.rss_released)
+              << " KiB, malloc'd " << kib(f.heap_released) << " KiB\n"
+              << "  objects gone client RSS " << kib(f.rss_destroyed) << " KiB ("
+              << signed_show((f.rss_destroyed - f.rss_before) / 1024, 0)
+              << " KiB vs before acquiring), malloc'd " << kib(f.heap_destroyed) << " KiB ("
+              << signed_show((f.heap_destroyed - f.heap_before) / 1024, 0) << " KiB)\n";
+    const double fitted_s = have ? last->t_s - first->t_s : missing;
+    if (have && fitted_s < 120)
+        std::cout << "  note: fitted over " << show(fitted_s, 0)
+                  << " s only; a step of one page or one malloc chunk dominates the per-hour "
+                     "figures (the default run holds for 300 s)\n";
+    if (!f.first_error.empty())
+        std::cout << "  error: " << f.first_error << "\n";
+    if (leases_lost > 0)
+        std::cout << "  error: " << leases_lost << " lease(s) lost\n";
+    std::cout << "  (client and server share this machine's " << std::thread::hardware_concurrency()
+              << " cores; RSS counts pages the allocator keeps after a free)\n";
+
+    if (o.json) {
+        json_object j;
+        j.str("bench", "soak")
+            .num("soak_locks", n)
+            .num("soak_seconds", o.seconds)
+            .num("soak_interval_s", o.interval)
+            .num("soak_lease_s", lease_s)
+            .num("soak_warmup_s", warmup_s)
+            .num("soak_samples", double(s.size()))
+            .num("soak_compared_from_s", have ? first->t_s : missing)
+            .num("soak_compared_to_s", have ? last->t_s : missing)
+            .boolean("own_server", t.own.has_value())
+            .num("soak_acquire_s", f.acquire_s)
+            .num("soak_rss_before_bytes", f.rss_before)
+            .num("soak_heap_before_bytes", f.heap_before)
+            .num("soak_rss_acquired_bytes", f.rss_acquired)
+            .num("soak_heap_acquired_bytes", f.heap_acquired)
+            .num("soak_rss_bytes_per_lock", (f.rss_acquired - f.rss_before) / n)
+            .num("soak_heap_bytes_per_lock", (f.heap_acquired - f.heap_before) / n)
+            .num("soak_rss_first_bytes", have ? first->rss : missing)
+            .num("soak_rss_last_bytes", have ? last->rss : missing)
+            .num("soak_rss_growth_bytes", rss_growth)
+            .num("soak_rss_slope_bytes_per_hour", rss_slope_h)
+            .num("soak_rss_growth_bytes_per_lock_per_hour", rss_slope_h / n)
+            .num("soak_heap_first_bytes", have ? first->heap : missing)
+            .num("soak_heap_last_bytes", have ? last->heap : missing)
+            .num("soak_heap_growth_bytes", heap_growth)
+            .num("soak_heap_slope_bytes_per_hour", heap_slope_h)
+            .num("soak_heap_growth_bytes_per_lock_per_hour", heap_slope_h / n)
+            .num("soak_renewals_per_s", renewals_per_s)
+            .num("soak_renewals_ideal_per_s", ideal_renewals)
+            .num("soak_renewals_ratio", renewals_per_s / ideal_renewals)
+            .num("soak_renewal_calls_per_s", calls_per_s)
+            .num("soak_renewal_calls_ideal_per_s", ideal_calls)
+            .num("soak_commands_per_s", commands_per_s)
+            .num("soak_bytes_written_per_s", out_per_s)
+            .num("soak_bytes_read_per_s", in_per_s)
+            .num("soak_client_cpu_percent", cpu_percent)
+            .num("soak_leases_lost", double(leases_lost))
+            .num("soak_min_held", s.empty() ? missing : double(min_held))
+            .num("soak_release_s", f.release_s)
+            .num("soak_released", double(f.released))
+            .num("soak_rss_after_release_bytes", f.rss_released)
+            .num("soak_heap_after_release_bytes", f.heap_released)
+            .num("soak_rss_after_destroy_bytes", f.rss_destroyed)
+            .num("soak_heap_after_destroy_bytes", f.heap_destroyed)
+            .num("soak_acquire_errors", double(f.acquire_errors))
+            .num("soak_release_errors", double(f.release_errors))
+            .str("error", f.first_error);
+        std::cout << j.done() << std::endl;
+    }
+    // Figures never fail the run; a failed acquire or release, or a lost lease, does.
+    const bool ok =
+        f.first_error.empty() && f.acquire_errors == 0 && f.release_errors == 0 && leases_lost == 0;
+    return ok ? 0 : 1;
+}
+
 // ------------------------------------------------------------------------------------------------
 
 struct subcommand {
@@ -1516,6 +1907,7 @@ struct subcommand {
 constexpr subcommand subcommands[] = {
     {"pipeline", run_pipeline},
     {"lock", run_lock},
+    {"soak", run_soak},
 };
 
 } // namespace
