@@ -1,18 +1,17 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "worker.hpp"
 
+#include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <poll.h>
 #include <signal.h>
+#include <stdexcept>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <thread>
 #include <time.h>
 #include <unistd.h>
-
-#include <cstring>
-#include <map>
-#include <stdexcept>
-#include <thread>
 
 extern char** environ;
 

@@ -5,11 +5,10 @@
 #ifndef COROLOCK_TEST_FAULT_WORKER_HPP
 #define COROLOCK_TEST_FAULT_WORKER_HPP
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace corolock::fault {
