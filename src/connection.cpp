@@ -34,17 +34,6 @@ namespace {
 
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 
-// Runs `fn` with the handler on the handler's executor (never inline in the initiating
-// function: every caller is already a posted or asynchronous continuation).
-template <class Handler, class Executor, class... Args>
-void deliver(Handler&& handler, const Executor& fallback, Args... args) {
-    auto ex = asio::get_associated_executor(handler, fallback);
-    asio::dispatch(ex, [h = std::forward<Handler>(handler), args...]() mutable {
-        asio::get_associated_cancellation_slot(h).clear();
-        std::move(h)(args...);
-    });
-}
-
 bool cancels_written(asio::cancellation_type t) {
     return (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
            asio::cancellation_type::none;
@@ -85,23 +74,6 @@ public:
 private:
     void on_complete(error_code, std::size_t) override {}
 };
-
-// Starts an exec: wires the caller's cancellation slot, then queues the entry on the strand.
-void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req,
-                response_adapter adapter, exec_op::handler_type handler) {
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    auto op = std::make_shared<exec_op>(req, adapter, std::move(handler), impl->executor());
-    if (slot.is_connected()) {
-        slot.assign([weak = std::weak_ptr<exec_entry>(op), impl](asio::cancellation_type t) {
-            asio::post(impl->strand(), [weak, impl, t] {
-                auto e = weak.lock();
-                if (e && (!e->written() || cancels_written(t)))
-                    impl->cancel_entry(e);
-            });
-        });
-    }
-    impl->submit(std::move(op));
-}
 
 bool is_auth_error(std::string_view text) {
     return text.starts_with("WRONGPASS") || text.starts_with("NOAUTH") ||
@@ -838,10 +810,21 @@ void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(retry))));
 }
 
-void start_exec_for(const std::shared_ptr<connection_impl>& impl, const request& req,
-                    response_adapter adapter,
-                    asio::any_completion_handler<void(error_code, std::size_t)> handler) {
-    start_exec(impl, req, adapter, std::move(handler));
+void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req,
+                response_adapter adapter,
+                asio::any_completion_handler<void(error_code, std::size_t)> handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto op = std::make_shared<exec_op>(req, adapter, std::move(handler), impl->executor());
+    if (slot.is_connected()) {
+        slot.assign([weak = std::weak_ptr<exec_entry>(op), impl](asio::cancellation_type t) {
+            asio::post(impl->strand(), [weak, impl, t] {
+                auto e = weak.lock();
+                if (e && (!e->written() || cancels_written(t)))
+                    impl->cancel_entry(e);
+            });
+        });
+    }
+    impl->submit(std::move(op));
 }
 
 } // namespace detail

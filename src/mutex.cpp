@@ -35,15 +35,6 @@ namespace {
 
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 
-template <class Handler, class... Args>
-void complete_on(Handler&& handler, const asio::any_io_executor& fallback, Args... args) {
-    auto ex = asio::get_associated_executor(handler, fallback);
-    asio::dispatch(ex, [h = std::forward<Handler>(handler), args...]() mutable {
-        asio::get_associated_cancellation_slot(h).clear();
-        std::move(h)(args...);
-    });
-}
-
 std::string random_owner_id() {
     unsigned char bytes[16];
     if (RAND_bytes(bytes, sizeof bytes) != 1)
@@ -219,7 +210,7 @@ public:
         auto waiters = std::move(s.lost_waiters);
         s.lost_waiters.clear();
         for (auto& [id, h] : waiters)
-            complete_on(std::move(h), s.executor(), why);
+            deliver(std::move(h), s.executor(), why);
         if (s.opts.on_lost)
             asio::post(s.executor(), [f = s.opts.on_lost, why] { f(why); });
     }
@@ -437,8 +428,8 @@ void release_in_background(lock_state& s, std::string_view mode) {
     // retry would put it behind the next acquire, and it would delete that new hold).
     auto req = std::make_shared<request>(make_eval(release_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
-    start_exec_for(s.conn, *req, make_adapter(*resp),
-                   asio::bind_executor(s.conn->strand(), [req, resp](error_code, std::size_t) {}));
+    start_exec(s.conn, *req, make_adapter(*resp),
+               asio::bind_executor(s.conn->strand(), [req, resp](error_code, std::size_t) {}));
 }
 
 void drop_hold(lock_state& s, lock_service& svc) {
@@ -449,7 +440,7 @@ void drop_hold(lock_state& s, lock_service& svc) {
     auto waiters = std::move(s.lost_waiters);
     s.lost_waiters.clear();
     for (auto& [id, h] : waiters)
-        complete_on(std::move(h), s.executor(), error_code(asio::error::operation_aborted));
+        deliver(std::move(h), s.executor(), error_code(asio::error::operation_aborted));
 }
 
 struct busy_guard {
@@ -634,6 +625,14 @@ asio::awaitable<error_code> release_op(std::shared_ptr<lock_state> s) {
     co_return error_code{};
 }
 
+// Fails an operation before anything is sent (an invalid argument), never inline.
+template <class Handler, class... Args>
+void fail_soon(const lock_state& s, Handler h, Args... args) {
+    asio::post(s.conn->strand(), [h = std::move(h), ex = s.executor(), args...]() mutable {
+        deliver(std::move(h), ex, args...);
+    });
+}
+
 template <class Result>
 auto spawn(lock_state& s, asio::awaitable<Result> op,
            asio::any_completion_handler<void(error_code, bool)> h) {
@@ -644,7 +643,7 @@ auto spawn(lock_state& s, asio::awaitable<Result> op,
                        auto [ec, ok] = r;
                        if (ep)
                            ec = asio::error::operation_aborted;
-                       complete_on(std::move(h), ex, ec, ok);
+                       deliver(std::move(h), ex, ec, ok);
                    }));
 }
 
@@ -708,10 +707,7 @@ void mutex::acquire_impl(duration wait, handler_ec h) {
     if (!ec && wait < duration::zero())
         ec = error::invalid_wait;
     if (ec) {
-        asio::post(state_->conn->strand(),
-                   [h = std::move(h), ex = state_->executor(), ec]() mutable {
-                       detail::complete_on(std::move(h), ex, ec);
-                   });
+        detail::fail_soon(*state_, std::move(h), ec);
         return;
     }
     std::optional<clock::time_point> deadline;
@@ -729,10 +725,7 @@ void mutex::acquire_impl(duration wait, handler_ec h) {
 
 void mutex::try_acquire_impl(asio::any_completion_handler<void(error_code, bool)> h) {
     if (auto ec = state_->validate()) {
-        asio::post(state_->conn->strand(),
-                   [h = std::move(h), ex = state_->executor(), ec]() mutable {
-                       detail::complete_on(std::move(h), ex, ec, false);
-                   });
+        detail::fail_soon(*state_, std::move(h), ec, false);
         return;
     }
     detail::spawn(*state_, detail::acquire_op(state_, std::nullopt, true), std::move(h));
@@ -744,7 +737,7 @@ void mutex::release_impl(handler_ec h) {
                    [ex, h = std::move(h)](std::exception_ptr ep, error_code ec) mutable {
                        if (ep)
                            ec = asio::error::operation_aborted;
-                       detail::complete_on(std::move(h), ex, ec);
+                       detail::deliver(std::move(h), ex, ec);
                    });
 }
 
@@ -763,17 +756,17 @@ void mutex::wait_lost_impl(handler_ec h) {
                         return;
                     auto handler = std::move(it->second);
                     st->lost_waiters.erase(it);
-                    detail::complete_on(std::move(handler), st->executor(),
-                                        error_code(asio::error::operation_aborted));
+                    detail::deliver(std::move(handler), st->executor(),
+                                    error_code(asio::error::operation_aborted));
                 });
         });
     asio::post(s->conn->strand(), [s, id, h = std::move(h)]() mutable {
         if (s->server_count == 0) {
-            detail::complete_on(std::move(h), s->executor(), error_code(error::not_owner));
+            detail::deliver(std::move(h), s->executor(), error_code(error::not_owner));
             return;
         }
         if (s->lost_flag) {
-            detail::complete_on(std::move(h), s->executor(), error_code(error::lease_lost));
+            detail::deliver(std::move(h), s->executor(), error_code(error::lease_lost));
             return;
         }
         *id = ++s->next_waiter_id; // ids start at 1: 0 never matches
@@ -783,9 +776,7 @@ void mutex::wait_lost_impl(handler_ec h) {
 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {
     if (!detail::lockable_name(state_->name)) {
-        asio::post(state_->conn->strand(), [h = std::move(h), ex = state_->executor()]() mutable {
-            detail::complete_on(std::move(h), ex, error_code(error::invalid_name), std::int64_t{0});
-        });
+        detail::fail_soon(*state_, std::move(h), error_code(error::invalid_name), std::int64_t{0});
         return;
     }
     auto req = std::make_shared<request>();
@@ -799,7 +790,7 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
             ec = detail::decode_integer(*resp, v);
         std::move(h)(ec, v);
     };
-    detail::start_exec_for(
+    detail::start_exec(
         state_->conn, *req, detail::make_adapter(*resp),
         asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(done))));
 }
@@ -807,10 +798,7 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {
     if (auto ec =
             detail::lockable_name(state_->name) ? error_code{} : error_code(error::invalid_name)) {
-        asio::post(state_->conn->strand(),
-                   [h = std::move(h), ex = state_->executor(), ec]() mutable {
-                       detail::complete_on(std::move(h), ex, ec, false);
-                   });
+        detail::fail_soon(*state_, std::move(h), ec, false);
         return;
     }
     const std::string_view keys[] = {state_->name};
@@ -844,9 +832,7 @@ request mutex::fenced_request(const fenced_script& s, std::span<const std::strin
 void mutex::fenced_impl(const fenced_script& s, std::shared_ptr<request> req,
                         generic_response& resp, handler_ec h) {
     if (!held()) {
-        asio::post(state_->conn->strand(), [h = std::move(h), ex = state_->executor()]() mutable {
-            detail::complete_on(std::move(h), ex, error_code(error::not_owner));
-        });
+        detail::fail_soon(*state_, std::move(h), error_code(error::not_owner));
         return;
     }
     auto ex = asio::get_associated_executor(h, state_->executor());

@@ -8,8 +8,11 @@
 #include <corolock/resp3/parser.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/stream.hpp>
@@ -28,6 +31,17 @@
 #include <vector>
 
 namespace corolock::detail {
+
+// Completes `handler` with `args` on its associated executor (else `fallback`), clearing its
+// cancellation slot first. Callers are always continuations, never the initiating function.
+template <class Handler, class Executor, class... Args>
+void deliver(Handler&& handler, const Executor& fallback, Args... args) {
+    auto ex = boost::asio::get_associated_executor(handler, fallback);
+    boost::asio::dispatch(ex, [h = std::forward<Handler>(handler), args...]() mutable {
+        boost::asio::get_associated_cancellation_slot(h).clear();
+        std::move(h)(args...);
+    });
+}
 
 // Receives pub/sub messages of one channel, on the connection's strand. Must not block.
 class push_listener {
@@ -182,10 +196,11 @@ private:
         replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0};
 };
 
-// async_exec for corolock's own layers: `req` and the adapter's target must outlive it.
-void start_exec_for(const std::shared_ptr<connection_impl>& impl, const request& req,
-                    response_adapter adapter,
-                    boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
+// async_exec for corolock's own layers (wires the handler's cancellation slot, then queues the
+// entry on the strand): `req` and the adapter's target must outlive it.
+void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req,
+                response_adapter adapter,
+                boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
 
 // The EVAL form of a script call: never answered NOSCRIPT, so it keeps its place on the socket
 // (an EVALSHA answered NOSCRIPT is re-sent as EVAL behind whatever was queued meanwhile).
