@@ -75,7 +75,8 @@ struct lock_state : std::enable_shared_from_this<lock_state> {
     error_code validate() const {
         if (!lockable_name(name))
             return error::invalid_name;
-        if (opts.lease < std::chrono::milliseconds(1) || opts.lease > std::chrono::hours(24 * 365))
+        // Below 10 ms a lease cannot outlast its own round trip and drift margin.
+        if (opts.lease < std::chrono::milliseconds(10) || opts.lease > std::chrono::hours(24 * 365))
             return error::invalid_lease;
         return {};
     }

@@ -27,7 +27,8 @@ struct lock_state;
 
 /// Policy of one lock object. A zero duration turns its feature off, as the comment says.
 struct mutex_options {
-    /// Lease of each acquisition. With the watchdog it is renewed every lease/3 while held.
+    /// Lease of each acquisition, 10 ms to 365 days. With the watchdog it is renewed every
+    /// lease/3 while held.
     std::chrono::steady_clock::duration lease = std::chrono::seconds(30);
     /// Renew the lease while held (true), or let it simply expire (false: fixed lease).
     bool watchdog = true;
