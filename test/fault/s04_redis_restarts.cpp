@@ -152,8 +152,10 @@ BOOST_AUTO_TEST_CASE(restarts_are_reported_and_fenced, *utf::timeout(150)) {
         for (const auto& p : fencing.problems)
             BOOST_TEST_MESSAGE("  " << p);
         BOOST_TEST(lost_updates >= 0);
-        // Each lost update needs a writer whose lease was gone (and who was told later).
-        BOOST_TEST(lost_updates <= lost_wrote);
+        // Lost updates come only from writers whose lease was gone (and who were told later).
+        // One stale GET-then-SET can erase any number of updates, so they are not counted
+        // one for one; the fence (check_fencing) refused those writers.
+        BOOST_TEST((lost_updates == 0 || lost_wrote > 0));
 
         for (std::size_t k = 0; k < restarts.size(); ++k) {
             const auto& r = restarts[k];

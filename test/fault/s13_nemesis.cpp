@@ -164,7 +164,10 @@ BOOST_AUTO_TEST_CASE(random_faults_keep_fencing_clean, *utf::timeout(280)) {
     for (const auto& p : fencing.problems)
         BOOST_TEST_MESSAGE("  " << p);
     BOOST_TEST(lost_updates >= 0);
-    BOOST_TEST(lost_updates <= lost_wrote);
+    // Lost updates come only from writers whose lease was reported lost: one stale GET-then-SET
+    // (a worker paused between the two) can erase any number of updates, so they are not
+    // counted one for one; the fence refused exactly those writers (check_fencing).
+    BOOST_TEST((lost_updates == 0 || lost_wrote > 0));
     for (const auto& p : check_liveness(history, workers, 10))
         BOOST_TEST(false, p);
     BOOST_TEST(orphans.empty());
