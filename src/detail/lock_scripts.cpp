@@ -40,25 +40,29 @@ std::string derived_key(std::string_view name, std::string_view suffix) {
 }
 
 const script& acquire_script() {
+    // The token is max(last token + 1, server time in µs): it grows across a lost fence key, a
+    // restart without persistence and a restore from an older snapshot (doc/design.md, "Fencing
+    // tokens"). Lua numbers are doubles, exact up to 2^53 (year 2255 in µs).
     static const script s(R"lua(
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    local now = redis.call('TIME')
-    redis.call('SET', KEYS[2], now[1] .. string.format('%06d', tonumber(now[2])))
-  end
-  local token = redis.call('INCR', KEYS[2])
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'count', 1, 'token', token)
+  local now = redis.call('TIME')
+  local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  local last = tonumber(redis.call('GET', KEYS[2]))
+  if last and last >= token then token = last + 1 end
+  local text = string.format('%.0f', token)
+  redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', text)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, token, 1}
+  return {1, token}
 end
 if kind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0 then
   return redis.error_reply('WRONGTYPE the key at the lock name is not a corolock lock')
 end
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-  local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+  -- An earlier attempt of this same acquisition ran but its reply was lost: still ours.
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'token')), count}
+  return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 )lua");
@@ -68,18 +72,15 @@ return {0, redis.call('PTTL', KEYS[1])}
 const script& release_script() {
     static const script s(R"lua(
 local kind = redis.call('TYPE', KEYS[1])['ok']
-if kind == 'none' then return -1 end
+if kind == 'none' then return 0 end
 if kind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0 then
   return redis.error_reply('WRONGTYPE the key at the lock name is not a corolock lock')
 end
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -1 end
-if ARGV[3] ~= 'all' and tonumber(redis.call('HGET', KEYS[1], 'count')) > 1 then
-  return redis.call('HINCRBY', KEYS[1], 'count', -1)
-end
--- The last hold: DEL and PUBLISH only, which Redis allows even when out of memory.
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+-- DEL and PUBLISH only, which Redis allows even when out of memory.
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], 'released')
-return 0
+return 1
 )lua");
     return s;
 }
@@ -118,7 +119,7 @@ namespace {
 error_code server_failure(const generic_response& resp) {
     if (const auto* e = find_error(resp))
         return e->value.starts_with("WRONGTYPE") ? error_code(error::wrong_type)
-               : e->value.starts_with("STALE")   ? error_code(error::stale_token)
+               : e->value.starts_with("STALE_TOKEN ")   ? error_code(error::stale_token)
                                                  : error_code(error::server_error);
     return {};
 }
@@ -136,18 +137,20 @@ bool parse_int(const resp3::node& n, T& out) {
 error_code decode_acquire(const generic_response& resp, acquire_reply& out) {
     if (auto ec = server_failure(resp))
         return ec;
-    if (resp.size() < 3 || resp[0].data_type != resp3::type::array)
+    // Checked before anything else is read: a hostile reply of any size is refused here.
+    if (resp.size() != 3 || resp[0].data_type != resp3::type::array ||
+        resp[0].aggregate_size != 2)
         return error::unexpected_reply;
     std::int64_t flag = 0;
     if (!parse_int(resp[1], flag))
         return error::unexpected_reply;
-    if (flag == 1 && resp.size() == 4 && resp[0].aggregate_size == 3) {
+    if (flag == 1) {
         out.acquired = true;
-        if (!parse_int(resp[2], out.token) || !parse_int(resp[3], out.count) || out.count == 0)
+        if (!parse_int(resp[2], out.token) || out.token == 0)
             return error::unexpected_reply;
         return {};
     }
-    if (flag == 0 && resp.size() == 3 && resp[0].aggregate_size == 2) {
+    if (flag == 0) {
         out.acquired = false;
         if (!parse_int(resp[2], out.holder_ttl))
             return error::unexpected_reply;
@@ -164,10 +167,14 @@ error_code decode_integer(const generic_response& resp, std::int64_t& out) {
     return {};
 }
 
-error_code decode_release(const generic_response& resp, std::int64_t& out) {
-    if (auto ec = decode_integer(resp, out))
+error_code decode_release(const generic_response& resp, bool& released) {
+    std::int64_t v = 0;
+    if (auto ec = decode_integer(resp, v))
         return ec;
-    return out < -1 ? error_code(error::unexpected_reply) : error_code{};
+    if (v != 0 && v != 1)
+        return error::unexpected_reply;
+    released = v == 1;
+    return {};
 }
 
 error_code decode_renew(const generic_response& resp, std::vector<bool>& out) {
@@ -187,16 +194,24 @@ error_code decode_renew(const generic_response& resp, std::vector<bool>& out) {
 }
 
 std::string make_fenced_source(std::string_view body) {
+    // A stale holder is refused whether the fence key is there (a newer token was issued) or has
+    // expired (then only the current holder, whose token the lock key records, may write).
     std::string s = R"lua(
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return redis.error_reply('STALE fencing token: a newer holder exists')
+local last = redis.call('GET', KEYS[2])
+if last then
+  if tonumber(last) > tonumber(ARGV[1]) then
+    return redis.error_reply('STALE_TOKEN corolock: a newer holder exists')
+  end
+elseif redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
+       redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
+  return redis.error_reply('STALE_TOKEN corolock: the lease is gone')
 end
 local function fenced(KEYS, ARGV)
 )lua";
     s.append(body);
     s.append(R"lua(
 end
-return fenced({unpack(KEYS, 2)}, {unpack(ARGV, 2)})
+return fenced({unpack(KEYS, 3)}, {unpack(ARGV, 2)})
 )lua");
     return s;
 }

@@ -31,21 +31,20 @@ const script& force_unlock_script();
 struct acquire_reply {
     bool acquired = false;
     std::uint64_t token = 0;     // when acquired
-    std::uint64_t count = 0;     // hold count after the call, when acquired
     std::int64_t holder_ttl = 0; // ms left on the holder's lease, when not acquired
 };
 
 // Server errors: WRONGTYPE -> error::wrong_type, anything else -> error::server_error; a reply of
 // the wrong shape -> error::unexpected_reply.
 error_code decode_acquire(const generic_response& resp, acquire_reply& out);
-// -1 not owner, 0 released, n > 0 holds left.
-error_code decode_release(const generic_response& resp, std::int64_t& out);
+// released = the key was ours and is deleted; false = it was not ours (gone or taken).
+error_code decode_release(const generic_response& resp, bool& released);
 // One flag per key: true = renewed.
 error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
 error_code decode_integer(const generic_response& resp, std::int64_t& out);
 
-// Wraps a Lua body into a fenced script: KEYS[1] = fence key, ARGV[1] = token; the body sees
-// its own KEYS and ARGV (the rest).
+// Wraps a Lua body into a fenced script: KEYS[1] = lock name, KEYS[2] = fence key, ARGV[1] =
+// token; the body sees its own KEYS and ARGV (the rest).
 std::string make_fenced_source(std::string_view body);
 
 } // namespace corolock::detail

@@ -1,0 +1,238 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_LEASE_HPP
+#define COROLOCK_LEASE_HPP
+
+#include <corolock/error.hpp>
+#include <corolock/response.hpp>
+#include <corolock/script.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace corolock {
+
+namespace detail {
+struct lease_state;
+struct lease_access;
+
+// One share of a lease's ownership: the lease itself or a nested hold. The last share to go
+// releases the lock in Redis without waiting (owner-checked), unless it was released explicitly.
+class lease_share {
+public:
+    lease_share() noexcept = default;
+    explicit lease_share(std::shared_ptr<lease_state> s) noexcept : state_(std::move(s)) {}
+    lease_share(lease_share&&) noexcept = default;
+    lease_share& operator=(lease_share&& o) noexcept {
+        if (this != &o) {
+            reset();
+            state_ = std::move(o.state_);
+        }
+        return *this;
+    }
+    ~lease_share() { reset(); }
+
+    lease_share another() const noexcept; // a new share of the same lease (no allocation)
+    void reset() noexcept;
+    // Gives this share up for an explicit release: the state if it was the last share (the
+    // caller then releases), else null (the last share left releases).
+    std::shared_ptr<lease_state> take_for_release() noexcept;
+    lease_state* get() const noexcept { return state_.get(); }
+
+private:
+    std::shared_ptr<lease_state> state_;
+};
+} // namespace detail
+
+/// A Lua write that runs only while the caller's fencing token is the newest for its lock
+/// (`lease::async_fenced_eval` fails with `error::stale_token` otherwise). The body uses KEYS
+/// and ARGV as usual.
+class fenced_script {
+public:
+    explicit fenced_script(std::string_view body);
+    const script& wrapped() const noexcept { return script_; }
+
+private:
+    script script_;
+};
+
+class nested_hold;
+
+/// Proof that one acquisition holds a lock: what `mutex::async_acquire` gives. Move-only, like
+/// `std::unique_lock`. Each lease is its own owner in Redis (an owner id from a CSPRNG), with its
+/// own fencing token and local deadline; nothing else can release, extend or prove it. Pass it
+/// (by reference) to nested code that needs the lock instead of acquiring again.
+///
+/// Destroying a lease that still owns the lock never blocks: it stops the watchdog and sends the
+/// owner-checked release without waiting for it (once every nested hold has ended too).
+///
+/// Thread safety: one lease is used by one coroutine at a time, as a `std::unique_lock`; the
+/// getters may be called from any thread.
+class lease {
+public:
+    using clock = std::chrono::steady_clock;
+
+    /// An empty lease (owns nothing): also what a try-acquire gives when another owner holds the
+    /// lock.
+    lease() noexcept = default;
+    lease(lease&&) noexcept = default;
+    /// Releases what this lease owned (without waiting), then takes `other`'s.
+    lease& operator=(lease&&) noexcept = default;
+    ~lease() = default;
+
+    /// True if this object owns an acquisition it has not released (it may have been lost).
+    bool owns() const noexcept { return share_.get() != nullptr; }
+    explicit operator bool() const noexcept { return owns(); }
+
+    /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
+    bool valid() const noexcept;
+    /// The local end of the lease: its send time + lease - drift, pushed on by each renewal. A
+    /// critical section that finishes before it cannot overlap a later owner (given the stated
+    /// clock assumptions, doc/design.md). `time_point::min()` when empty.
+    clock::time_point valid_until() const noexcept;
+    /// The watchdog reported this lease lost (why: `async_wait_lost`).
+    bool lost() const noexcept;
+    /// The fencing token of this acquisition (0 when empty): larger than every earlier token of
+    /// the lock.
+    std::uint64_t token() const noexcept;
+    /// The lock name (empty when empty).
+    const std::string& name() const noexcept;
+    /// 32 hex digits from a CSPRNG, unique to this acquisition (empty when empty).
+    std::string_view owner_id() const noexcept;
+
+    /// A nested hold: for code that wants reentrant "acquire again / release" pairs. It costs no
+    /// round trip and no allocation and never adds anything in Redis; the lock is released when
+    /// the lease and every nested hold taken from it are gone. Requires `owns()`.
+    nested_hold hold() const;
+
+    /// Completes when the lease is lost.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: the lease may be moved or released meanwhile.
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
+    /// Errors: `lease_lost` (expired, taken, or the connection stopped) or `max_hold_reached`
+    /// when lost; `operation_aborted` when it is released first or the wait is cancelled;
+    /// `not_owner` for an empty lease.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait_lost(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::lease_state> s) {
+                wait_lost_impl(std::move(s), std::move(handler));
+            },
+            token, state());
+    }
+
+    /// Releases the lock (owner-checked compare-and-delete) and wakes its waiters. The lease is
+    /// empty from the call on. With nested holds still alive, nothing is sent and this completes
+    /// at once: the last nested hold to end releases.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: none (the lease is consumed when this is called).
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: none once called: the release completes when Redis answers or the
+    /// connection fails, both promptly.
+    /// Errors: `lease_lost` or `max_hold_reached` (it was lost before the release: the
+    /// critical section may have overlapped a later owner); `not_owner` for an empty lease;
+    /// connection errors (the outcome is unknown: the key expires with its lease).
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_release(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, detail::lease_share share) {
+                release_impl(std::move(share), std::move(handler));
+            },
+            token, std::move(share_));
+    }
+
+    /// Renews the lease now for another `mutex_options::lease` (for fixed leases; with the
+    /// watchdog it happens by itself). Owner-checked: a key that expired is never brought back.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: the lease may be moved meanwhile.
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: none once sent (it completes promptly).
+    /// Errors: `lease_lost` (gone or taken: the lease is now reported lost); `not_owner` for an
+    /// empty lease; connection errors (unknown outcome: the old deadline still stands).
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_extend(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::lease_state> s) {
+                extend_impl(std::move(s), std::move(handler));
+            },
+            token, state());
+    }
+
+    /// Runs a fenced write with this lease's token. The body's reply is in `resp`.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: `s` and `resp` until completion; keys and args are copied.
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: as `connection::async_exec`.
+    /// Errors: `stale_token` (a newer acquisition exists, or the lease is gone from Redis);
+    /// `lease_lost` when the lease is known lost or past `valid_until()` (nothing is sent);
+    /// `not_owner` for an empty lease; `server_error` for the body's own errors; connection
+    /// errors.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_fenced_eval(const fenced_script& s, std::span<const std::string_view> keys,
+                           std::span<const std::string_view> args, generic_response& resp,
+                           CompletionToken&& token = {}) {
+        auto req = fenced_request(s, keys, args);
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::lease_state> st, const fenced_script* s,
+               std::shared_ptr<request> req, generic_response* resp) {
+                fenced_impl(std::move(st), *s, std::move(req), *resp, std::move(handler));
+            },
+            token, state(), &s, std::move(req), &resp);
+    }
+
+private:
+    friend struct detail::lease_access;
+    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
+    explicit lease(detail::lease_share s) noexcept : share_(std::move(s)) {}
+    std::shared_ptr<detail::lease_state> state() const noexcept;
+
+    static void wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h);
+    static void release_impl(detail::lease_share share, handler_ec h);
+    static void extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h);
+    static void fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
+                            std::shared_ptr<request> req, generic_response& resp, handler_ec h);
+    std::shared_ptr<request> fenced_request(const fenced_script& s,
+                                            std::span<const std::string_view> keys,
+                                            std::span<const std::string_view> args) const;
+
+    detail::lease_share share_;
+};
+
+/// A nested hold on a lease (see `lease::hold`). Move-only; ending it never blocks.
+class nested_hold {
+public:
+    nested_hold() noexcept = default;
+    bool owns() const noexcept { return share_.get() != nullptr; }
+    explicit operator bool() const noexcept { return owns(); }
+    /// As the lease's.
+    bool valid() const noexcept;
+    std::uint64_t token() const noexcept;
+    /// Ends this hold now (the destructor does the same).
+    void reset() noexcept { share_.reset(); }
+
+private:
+    friend class lease;
+    explicit nested_hold(detail::lease_share s) noexcept : share_(std::move(s)) {}
+    detail::lease_share share_;
+};
+
+} // namespace corolock
+
+#endif

@@ -1,0 +1,135 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "detail/acquire_op.hpp"
+#include "detail/lock_scripts.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/prefer.hpp>
+
+#include <algorithm>
+
+namespace corolock::detail {
+
+namespace asio = boost::asio;
+
+acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p,
+                       handler_type h)
+    : core_(std::move(core)), svc_(*core_->svc), fsm_(p), handler_(std::move(h)),
+      // Tracked: a pending acquire keeps the caller's io_context from running out of work.
+      handler_ex_(asio::prefer(asio::get_associated_executor(handler_, spec().conn->executor()),
+                               asio::execution::outstanding_work.tracked)),
+      timer_(spec().conn->strand()), owner_(random_owner_id()) {
+    const std::string_view keys[] = {spec().name, spec().fence_key};
+    const std::string_view args[] = {{owner_.data(), owner_.size()}, spec().lease_ms,
+                                     spec().fence_ms};
+    req_ = std::make_shared<request>(connection::make_evalsha(acquire_script(), keys, args));
+}
+
+void acquire_op::start() {
+    core_->pending.push_back(shared_from_this());
+    act(fsm_.start(clock::now(), svc_.has_waiters(spec().name)));
+}
+
+void acquire_op::wake() {
+    if (fsm_.current() != acquire_fsm::state::waiting)
+        return; // an attempt on the wire finds the wake-up in the queue when it returns
+    act(fsm_.on_wake(clock::now(), head(), woken(), svc_.rng()));
+}
+
+void acquire_op::act(const acquire_action& a) {
+    auto self = shared_from_this(); // completing may drop the last other reference
+    if (a.give_back)
+        svc_.give_back(spec(), owner_);
+    if (a.join)
+        svc_.join(*this);
+    if (a.attempt) {
+        if (queue_)
+            queue_->on_attempt(id());
+        send_attempt();
+    }
+    if (a.complete)
+        complete(a.ec, a.granted);
+    arm();
+}
+
+void acquire_op::send_attempt() {
+    svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
+    resp_.clear();
+    start_eval(spec().conn, acquire_script(), req_, resp_,
+               asio::bind_executor(spec().conn->strand(),
+                                   [self = shared_from_this()](error_code ec) { self->on_reply(ec); }));
+}
+
+void acquire_op::on_reply(error_code ec) {
+    attempt_reply r;
+    acquire_reply ar;
+    if (ec == error::connection_lost) {
+        r.what = attempt_reply::kind::unknown;
+        r.ec = ec;
+    } else if (ec || (ec = decode_acquire(resp_, ar))) {
+        r.what = attempt_reply::kind::failed;
+        r.ec = ec;
+    } else if (ar.acquired) {
+        r.what = attempt_reply::kind::granted;
+        r.token = ar.token;
+    } else {
+        r.what = attempt_reply::kind::held;
+        r.holder_ttl = std::chrono::milliseconds(std::max<std::int64_t>(ar.holder_ttl, 0));
+    }
+    const auto a = fsm_.on_reply(clock::now(), r, head(), woken(), svc_.rng());
+    if (a.give_back && r.what == attempt_reply::kind::granted)
+        spec().conn->log().log(logger::level::info,
+                               "corolock: a grant arrived after its lease deadline or after the "
+                               "caller stopped waiting; it is given back");
+    act(a);
+}
+
+void acquire_op::on_timer() {
+    const bool was_head = head();
+    const auto a = fsm_.on_timer(clock::now(), was_head);
+    if (a.attempt && was_head)
+        svc_.stats_.timer_wakeups.fetch_add(1, std::memory_order_relaxed);
+    act(a);
+}
+
+void acquire_op::arm() {
+    const auto t = fsm_.wake_at();
+    if (t == armed_)
+        return;
+    armed_ = t;
+    if (t == clock::time_point::max()) {
+        timer_.cancel();
+        return;
+    }
+    timer_.expires_at(t);
+    timer_.async_wait([self = shared_from_this(), t](error_code ec) {
+        if (ec || self->armed_ != t)
+            return;
+        self->armed_ = clock::time_point::max();
+        self->on_timer();
+    });
+}
+
+void acquire_op::complete(error_code ec, bool granted) {
+    if (queue_) {
+        svc_.leave(*this);
+        queue_ = nullptr;
+    }
+    lease out;
+    if (granted) {
+        auto st = std::make_shared<lease_state>(core_->svc, core_->spec, owner_, fsm_.token());
+        svc_.watch(st, fsm_.sent());
+        out = lease_access::make(std::move(st));
+    }
+    post_completion(std::move(handler_), spec().conn->executor(), ec, std::move(out));
+    handler_ex_ = {};
+    auto& p = core_->pending;
+    auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });
+    if (it != p.end()) {
+        std::swap(*it, p.back());
+        p.pop_back();
+    }
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,114 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SRC_DETAIL_ACQUIRE_FSM_HPP
+#define COROLOCK_SRC_DETAIL_ACQUIRE_FSM_HPP
+
+#include "backoff.hpp"
+#include <corolock/error.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <random>
+
+namespace corolock::detail {
+
+using clock = std::chrono::steady_clock;
+
+// What one acquisition asks for.
+struct acquire_params {
+    clock::time_point deadline = clock::time_point::max(); // end of the wait (max: none)
+    bool once = false;                                     // try: one attempt, never queue
+    clock::duration lease{};
+    clock::duration drift{}; // subtracted from the lease: clock rate error and the reply's trip
+    clock::duration retry_base{};
+    clock::duration retry_max{};
+};
+
+// The outcome of one acquire script, as the driver read it.
+struct attempt_reply {
+    enum class kind {
+        granted, // the lock is ours (token)
+        held,    // another owner holds it (holder_ttl: its remaining lease, 0 if unknown)
+        unknown, // the connection dropped after the script was written: it may have run
+        failed,  // any other error (ec): the script did not take the lock
+    };
+    kind what = kind::failed;
+    std::uint64_t token = 0;
+    clock::duration holder_ttl{};
+    error_code ec;
+};
+
+// What the driver must do next, in this order: give back, join, attempt, complete. The timer
+// is not an action: after every event the driver arms it at `acquire_fsm::wake_at()`.
+struct acquire_action {
+    bool give_back = false; // send the owner-checked release of this acquisition (an undo)
+    bool join = false;      // join the name's local queue (subscribing) before the attempt
+    bool attempt = false;   // send the acquire script
+    bool complete = false;  // complete the caller with `ec` (and a lease if `granted`)
+    bool granted = false;
+    error_code ec;
+};
+
+// The decisions of one acquisition, from the first attempt to its completion, and the undo of a
+// grant that arrives after the caller stopped waiting. Sans-io: time, queue facts (`head`: first
+// of the local queue; `woken`: it consumed a release wake-up) and randomness come in with each
+// event; the driver performs the returned actions. See doc/design.md, "Acquire".
+class acquire_fsm {
+public:
+    enum class state {
+        attempting, // an acquire script is on the wire
+        waiting,    // held by another: waiting for a wake-up, the fallback timer or the deadline
+        done,       // completed, nothing on the wire
+        abandoned,  // completed, but the last attempt is on the wire: undo it if it took the lock
+    };
+
+    explicit acquire_fsm(const acquire_params& p) noexcept
+        : p_(p), backoff_(p.retry_base, p.retry_max) {}
+
+    // `others_waiting`: local waiters already queue for the name; join behind them at once.
+    acquire_action start(clock::time_point now, bool others_waiting);
+    acquire_action on_reply(clock::time_point now, const attempt_reply& r, bool head, bool woken,
+                            std::minstd_rand& rng);
+    // The timer armed at wake_at() fired.
+    acquire_action on_timer(clock::time_point now, bool head);
+    // Became the head of the queue, or a release message came for the head.
+    acquire_action on_wake(clock::time_point now, bool head, bool woken, std::minstd_rand& rng);
+    // Cancelled by the caller (or the mutex handle went away).
+    acquire_action on_cancel() { return stop_with(boost::asio::error::operation_aborted); }
+    // The connection stopped for good.
+    acquire_action on_stop() { return stop_with(error::not_connected); }
+
+    state current() const noexcept { return state_; }
+    bool queued() const noexcept { return queued_; }
+    // When the driver's timer must fire next (max: no timer).
+    clock::time_point wake_at() const noexcept;
+    // When the last attempt was sent; with a grant, the lease runs from there.
+    clock::time_point sent() const noexcept { return sent_; }
+    // With a grant: its token and the local end of its lease (sent + lease - drift).
+    std::uint64_t token() const noexcept { return token_; }
+    clock::time_point valid_until() const noexcept { return sent_ + p_.lease - p_.drift; }
+
+private:
+    acquire_action attempt(clock::time_point now, acquire_action a = {});
+    acquire_action wait(clock::time_point now, clock::duration holder_ttl, bool head, bool woken,
+                        std::minstd_rand& rng, acquire_action a = {});
+    acquire_action finish(error_code ec, bool granted = false, acquire_action a = {});
+    acquire_action stop_with(error_code ec);
+
+    acquire_params p_;
+    backoff backoff_;
+    state state_ = state::done;
+    bool queued_ = false;
+    clock::time_point sent_{};
+    clock::time_point wait_until_ = clock::time_point::max();
+    std::uint64_t token_ = 0;
+};
+
+std::ostream& operator<<(std::ostream& os, acquire_fsm::state s);
+std::ostream& operator<<(std::ostream& os, const acquire_action& a);
+
+} // namespace corolock::detail
+
+#endif

@@ -1,0 +1,58 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SRC_DETAIL_ACQUIRE_OP_HPP
+#define COROLOCK_SRC_DETAIL_ACQUIRE_OP_HPP
+
+#include "lock_service.hpp"
+
+#include <boost/asio/any_completion_executor.hpp>
+
+namespace corolock::detail {
+
+// One acquisition in progress: runs its acquire_fsm on the strand and performs its actions.
+class acquire_op : public std::enable_shared_from_this<acquire_op> {
+public:
+    using handler_type = boost::asio::any_completion_handler<void(error_code, lease)>;
+
+    acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h);
+
+    static acquire_op& from_id(waiter_queue::id id) noexcept {
+        return *reinterpret_cast<acquire_op*>(static_cast<std::uintptr_t>(id));
+    }
+    waiter_queue::id id() const noexcept {
+        return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(this));
+    }
+    const lock_spec& spec() const noexcept { return *core_->spec; }
+
+    // Strand only.
+    void start();
+    void cancel() { act(fsm_.on_cancel()); }
+    void stop() { act(fsm_.on_stop()); }
+    void wake(); // became head, or a release message came for the head
+    void joined(waiter_queue& q) noexcept { queue_ = &q; }
+
+private:
+    void act(const acquire_action& a);
+    void send_attempt();
+    void on_reply(error_code ec);
+    void on_timer();
+    void arm();
+    void complete(error_code ec, bool granted);
+    bool head() const noexcept { return queue_ && queue_->is_head(id()); }
+    bool woken() const noexcept { return queue_ && queue_->woken(id()); }
+
+    std::shared_ptr<mutex_core> core_;
+    lock_service& svc_;
+    acquire_fsm fsm_;
+    handler_type handler_;
+    boost::asio::any_completion_executor handler_ex_;
+    boost::asio::steady_timer timer_;
+    clock::time_point armed_ = clock::time_point::max();
+    owner_id owner_;
+    std::shared_ptr<request> req_;
+    generic_response resp_;
+    waiter_queue* queue_ = nullptr;
+};
+
+} // namespace corolock::detail
+
+#endif

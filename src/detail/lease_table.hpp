@@ -1,0 +1,77 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SRC_DETAIL_LEASE_TABLE_HPP
+#define COROLOCK_SRC_DETAIL_LEASE_TABLE_HPP
+
+#include <corolock/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace corolock::detail {
+
+// One held lease as the watchdog sees it. It lives inside the driver's lease state (intrusive:
+// adding and removing costs no allocation once the table has grown) and is changed only through
+// a lease_table.
+struct lease_watch {
+    using clock = std::chrono::steady_clock;
+    clock::duration lease{}; // what every renewal asks for
+    clock::duration drift{};
+    bool watchdog = true;
+    clock::time_point valid_until{};                          // local end of the lease
+    clock::time_point next_renewal = clock::time_point::max(); // watchdog only
+    clock::time_point max_hold_at = clock::time_point::max();  // max: no limit
+    bool renew_in_flight = false;
+    std::size_t slot = static_cast<std::size_t>(-1); // index in the table; -1: not in one
+};
+
+// The watchdog's decisions for every lease held on one connection: when each must be renewed
+// (every lease/3 from the last renewal's send time; renewals due within a small window share one
+// script call), when each is lost (its local deadline passed without a renewal, its renewal was
+// refused, or max_hold was reached). Sans-io: the driver passes the time in, sends the batches
+// and feeds the replies back. See doc/design.md, "Watchdog and lost leases".
+class lease_table {
+public:
+    using clock = std::chrono::steady_clock;
+
+    struct plan {
+        std::vector<std::pair<lease_watch*, error>> losing; // removed from the table already
+        std::vector<lease_watch*> due;                       // now renewing (in flight)
+        clock::time_point wake_at = clock::time_point::max();
+    };
+
+    bool empty() const noexcept { return watched_.empty(); }
+    std::size_t size() const noexcept { return watched_.size(); }
+    static bool contains(const lease_watch& w) noexcept { return w.slot != npos; }
+
+    // A grant (or an extension) whose script was sent at `sent`.
+    void add(lease_watch& w, clock::time_point sent);
+    void remove(lease_watch& w) noexcept;
+    template <class F>
+    void for_each(F f) const {
+        for (auto* w : watched_)
+            f(*w);
+    }
+    // The earliest time anything in `w` needs attention.
+    static clock::time_point next_event(const lease_watch& w) noexcept;
+
+    // What is lost and what is due at `now`, and when to look again.
+    void make_plan(clock::time_point now, plan& out);
+
+    // The renewal of `w`, sent at `sent`, answered at `now`: `renewed` is Redis' answer. Returns
+    // the loss (lease_lost) if the key was gone or taken or the answer came too late, else {}.
+    error_code on_renewed(lease_watch& w, clock::time_point sent, clock::time_point now,
+                          bool renewed) noexcept;
+    // The renewal's outcome is unknown (an error): try again soon; the deadline decides.
+    void on_renew_failed(lease_watch& w, clock::time_point now) noexcept;
+
+private:
+    static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+    static void extend(lease_watch& w, clock::time_point sent) noexcept;
+    std::vector<lease_watch*> watched_;
+};
+
+} // namespace corolock::detail
+
+#endif

@@ -1,0 +1,159 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock layer's driver: it runs the pure pieces (acquire_fsm, waiter_queue, lease_table) on
+// the connection's strand and performs their actions: scripts, subscriptions, timers and
+// completions. Every decision is in the pure pieces; this file only sequences them.
+#ifndef COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
+#define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
+
+#include "acquire_fsm.hpp"
+#include "connection_impl.hpp"
+#include "lease_table.hpp"
+#include "waiter_queue.hpp"
+#include <corolock/lease.hpp>
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace corolock::detail {
+
+using owner_id = std::array<char, 32>;
+using completion = boost::asio::any_completion_handler<void(error_code)>;
+
+// Completes `h` with `args` (moved) on its associated executor, always through a post to `io`
+// (an executor that can post: the connection's): user code never runs inside the caller, nor
+// inside the connection's strand.
+template <class Handler, class Executor, class... Args>
+void post_completion(Handler h, const Executor& io, Args... args) {
+    auto ex = boost::asio::get_associated_executor(h, io);
+    boost::asio::post(io, boost::asio::bind_executor(
+                              ex, [h = std::move(h), ... args = std::move(args)]() mutable {
+                                  boost::asio::get_associated_cancellation_slot(h).clear();
+                                  std::move(h)(std::move(args)...);
+                              }));
+}
+owner_id random_owner_id();
+
+class lock_service;
+
+// What every acquisition through one mutex shares: the names derived from the lock name and the
+// options, checked once.
+struct lock_spec {
+    lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_options o);
+    std::shared_ptr<connection_impl> conn;
+    std::string name, fence_key, channel;
+    mutex_options opts;
+    std::string lease_ms, fence_ms; // script arguments
+    clock::duration drift;
+    error_code invalid; // the argument check, done once
+};
+
+class acquire_op;
+
+// The mutex handle's shared part: its pending acquires, to cancel them with the handle.
+struct mutex_core {
+    std::shared_ptr<const lock_spec> spec;
+    std::shared_ptr<lock_service> svc;
+    std::vector<std::shared_ptr<acquire_op>> pending; // strand only
+};
+
+// One acquisition that holds the lock. It is its own watch entry in the lease table.
+struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
+    lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,
+                const owner_id& o, std::uint64_t t);
+
+    std::shared_ptr<lock_service> svc;
+    std::shared_ptr<const lock_spec> spec;
+    const owner_id owner;
+    const std::uint64_t token;
+
+    // Any thread.
+    std::atomic<unsigned> shares{1};
+    std::atomic<bool> released_explicitly{false};
+    std::atomic<clock::rep> valid_until_view{0};
+    std::atomic<int> lost_view{0}; // an `error` value once lost
+
+    // Strand only (and the lease_watch base).
+    bool released = false;
+    error lost_reason{};
+    std::vector<std::pair<std::uint64_t, completion>> lost_waiters;
+    std::uint64_t next_waiter = 0;
+
+    std::string_view owner_view() const noexcept { return {owner.data(), owner.size()}; }
+    void publish_deadline() noexcept {
+        valid_until_view.store(valid_until.time_since_epoch().count(),
+                               std::memory_order_relaxed);
+    }
+};
+
+struct lease_access {
+    static lease make(std::shared_ptr<lease_state> s) noexcept {
+        return lease(lease_share(std::move(s)));
+    }
+};
+
+class lock_service : public std::enable_shared_from_this<lock_service> {
+public:
+    explicit lock_service(connection_impl& c);
+
+    static std::shared_ptr<lock_service> of(connection_impl& c);
+    connection_impl& conn() noexcept { return conn_; }
+    std::minstd_rand& rng() noexcept { return rng_; }
+
+    // ---- acquisitions (strand only)
+    bool has_waiters(const std::string& name) const;
+    void join(acquire_op& op);
+    void leave(acquire_op& op);
+    void give_back(const lock_spec& spec, const owner_id& owner);
+
+    // ---- leases (strand only)
+    void watch(const std::shared_ptr<lease_state>& s, clock::time_point sent);
+    void lose(lease_state& s, error why);
+    // Releases `s` (its last share is gone); `done` (may be empty) gets the outcome.
+    void release(std::shared_ptr<lease_state> s, completion done);
+    void extend(std::shared_ptr<lease_state> s, completion done);
+    void wait_lost(std::shared_ptr<lease_state> s, completion h);
+
+    void on_connection_stopped();
+    lock_stats stats() const;
+
+    struct counters {
+        std::atomic<std::uint64_t> attempts{0}, pubsub_wakeups{0}, timer_wakeups{0},
+            renewals{0}, renewal_calls{0}, leases_lost{0}, undos{0}, leases_held{0}, waiters{0};
+    } stats_;
+
+private:
+    class listener;
+    struct name_queue {
+        waiter_queue q;
+        std::shared_ptr<listener> sub;
+    };
+    void on_release_message(const std::string& name);
+    void forget(lease_state& s); // out of the watchdog's table
+    void kick();
+    void run_watchdog();
+    void renew(std::vector<std::shared_ptr<lease_state>> batch);
+    const logger& log() const noexcept { return conn_.log(); }
+
+    connection_impl& conn_;
+    std::map<std::string, name_queue, std::less<>> queues_;
+    lease_table table_;
+    lease_table::plan plan_;
+    boost::asio::steady_timer timer_;
+    bool loop_running_ = false;
+    clock::time_point planned_ = clock::time_point::max();
+    std::minstd_rand rng_;
+};
+
+} // namespace corolock::detail
+
+#endif

@@ -1,0 +1,186 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "detail/lock_scripts.hpp"
+#include "detail/lock_service.hpp"
+#include <corolock/lease.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+namespace corolock {
+
+namespace asio = boost::asio;
+using detail::clock;
+using detail::post_completion;
+
+namespace detail {
+
+lease_share lease_share::another() const noexcept {
+    state_->shares.fetch_add(1, std::memory_order_relaxed);
+    return lease_share(state_);
+}
+
+void lease_share::reset() noexcept {
+    if (!state_)
+        return;
+    if (state_->shares.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        // The last share: release without waiting (owner-checked).
+        auto s = std::move(state_);
+        auto& strand = s->spec->conn->strand();
+        asio::post(strand, [s = std::move(s)]() mutable {
+            auto svc = s->svc;
+            svc->release(std::move(s), {});
+        });
+    }
+    state_.reset();
+}
+
+std::shared_ptr<lease_state> lease_share::take_for_release() noexcept {
+    auto s = std::move(state_);
+    if (s && s->shares.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        return s;
+    return nullptr;
+}
+
+} // namespace detail
+
+fenced_script::fenced_script(std::string_view body) : script_(detail::make_fenced_source(body)) {}
+
+namespace {
+
+const std::string empty_name;
+
+template <class Handler>
+void fail_now(Handler h, error_code ec) {
+    // No connection to fall back on: the handler's executor (system_executor if it has none).
+    post_completion(std::move(h), asio::system_executor(), ec);
+}
+
+} // namespace
+
+std::shared_ptr<detail::lease_state> lease::state() const noexcept {
+    return share_.get() ? share_.get()->shared_from_this() : nullptr;
+}
+
+bool lease::valid() const noexcept {
+    const auto* s = share_.get();
+    return s && s->lost_view.load(std::memory_order_relaxed) == 0 &&
+           clock::now().time_since_epoch().count() <
+               s->valid_until_view.load(std::memory_order_relaxed);
+}
+
+clock::time_point lease::valid_until() const noexcept {
+    const auto* s = share_.get();
+    return s ? clock::time_point(clock::duration(s->valid_until_view.load(std::memory_order_relaxed)))
+             : clock::time_point::min();
+}
+
+bool lease::lost() const noexcept {
+    const auto* s = share_.get();
+    return s && s->lost_view.load(std::memory_order_relaxed) != 0;
+}
+
+std::uint64_t lease::token() const noexcept {
+    return share_.get() ? share_.get()->token : 0;
+}
+
+const std::string& lease::name() const noexcept {
+    return share_.get() ? share_.get()->spec->name : empty_name;
+}
+
+std::string_view lease::owner_id() const noexcept {
+    return share_.get() ? share_.get()->owner_view() : std::string_view();
+}
+
+nested_hold lease::hold() const {
+    if (!share_.get())
+        throw std::logic_error("corolock::lease::hold on an empty lease");
+    return nested_hold(share_.another());
+}
+
+bool nested_hold::valid() const noexcept {
+    const auto* s = share_.get();
+    return s && s->lost_view.load(std::memory_order_relaxed) == 0 &&
+           clock::now().time_since_epoch().count() <
+               s->valid_until_view.load(std::memory_order_relaxed);
+}
+
+std::uint64_t nested_hold::token() const noexcept {
+    return share_.get() ? share_.get()->token : 0;
+}
+
+void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
+    if (!s)
+        return fail_now(std::move(h), error::not_owner);
+    auto& strand = s->spec->conn->strand();
+    asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
+        auto svc = s->svc;
+        svc->wait_lost(std::move(s), std::move(h));
+    });
+}
+
+void lease::release_impl(detail::lease_share share, handler_ec h) {
+    if (!share.get())
+        return fail_now(std::move(h), error::not_owner);
+    const auto fallback = share.get()->spec->conn->executor();
+    auto s = share.take_for_release();
+    if (!s) // nested holds are still alive: the last of them releases
+        return post_completion(std::move(h), fallback, error_code{});
+    auto& strand = s->spec->conn->strand();
+    asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
+        auto svc = s->svc;
+        svc->release(std::move(s), std::move(h));
+    });
+}
+
+void lease::extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
+    if (!s)
+        return fail_now(std::move(h), error::not_owner);
+    auto& strand = s->spec->conn->strand();
+    asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
+        auto svc = s->svc;
+        svc->extend(std::move(s), std::move(h));
+    });
+}
+
+std::shared_ptr<request> lease::fenced_request(const fenced_script& s,
+                                               std::span<const std::string_view> keys,
+                                               std::span<const std::string_view> args) const {
+    const auto* st = share_.get();
+    if (!st)
+        return std::make_shared<request>();
+    std::vector<std::string_view> k{st->spec->name, st->spec->fence_key};
+    k.insert(k.end(), keys.begin(), keys.end());
+    const std::string token_text = std::to_string(st->token);
+    std::vector<std::string_view> a{token_text};
+    a.insert(a.end(), args.begin(), args.end());
+    return std::make_shared<request>(connection::make_evalsha(s.wrapped(), k, a));
+}
+
+void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
+                        std::shared_ptr<request> req, generic_response& resp, handler_ec h) {
+    if (!st)
+        return fail_now(std::move(h), error::not_owner);
+    const auto lost = st->lost_view.load(std::memory_order_relaxed);
+    if (lost != 0 || clock::now().time_since_epoch().count() >=
+                         st->valid_until_view.load(std::memory_order_relaxed))
+        return post_completion(std::move(h), st->spec->conn->executor(),
+                               error_code(lost != 0 ? static_cast<error>(lost)
+                                                    : error::lease_lost));
+    auto ex = asio::get_associated_executor(h, st->spec->conn->executor());
+    auto slot = asio::get_associated_cancellation_slot(h);
+    detail::start_eval(
+        st->spec->conn, s.wrapped(), std::move(req), resp,
+        asio::bind_cancellation_slot(
+            slot, asio::bind_executor(ex, [r = &resp, h = std::move(h)](error_code ec) mutable {
+                if (!ec)
+                    if (const auto* e = find_error(*r))
+                        ec = e->value.starts_with("STALE_TOKEN ")
+                                 ? error_code(error::stale_token)
+                                 : error_code(error::server_error);
+                std::move(h)(ec);
+            })));
+}
+
+} // namespace corolock

@@ -1,0 +1,430 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "detail/lock_service.hpp"
+#include "detail/acquire_op.hpp"
+#include "detail/lock_scripts.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <openssl/rand.h>
+#include <stdexcept>
+
+namespace corolock::detail {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::int64_t to_ms(clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+constexpr auto one_year = std::chrono::hours(24 * 365);
+
+error_code check(std::string_view name, const mutex_options& o) {
+    if (!lockable_name(name))
+        return error::invalid_name;
+    // Below 10 ms a lease cannot outlast its own round trip and drift margin.
+    if (o.lease < std::chrono::milliseconds(10) || o.lease > one_year)
+        return error::invalid_lease;
+    if (o.max_hold < clock::duration::zero() || o.max_hold > one_year ||
+        o.retry_base < std::chrono::milliseconds(1) || o.retry_max < o.retry_base ||
+        o.retry_max > one_year || o.fence_retention < std::chrono::milliseconds(1) ||
+        o.fence_retention > one_year)
+        return error::invalid_argument;
+    return {};
+}
+
+std::string describe(const lock_spec& spec) {
+    std::string out = "corolock: lock '";
+    out.append(spec.name.size() > 64 ? spec.name.substr(0, 64) + "..." : spec.name);
+    out.append("': ");
+    return out;
+}
+
+} // namespace
+
+owner_id random_owner_id() {
+    unsigned char bytes[16];
+    if (RAND_bytes(bytes, sizeof bytes) != 1)
+        throw std::runtime_error("corolock: the CSPRNG (RAND_bytes) failed");
+    static constexpr char hex[] = "0123456789abcdef";
+    owner_id out;
+    for (std::size_t i = 0; i < sizeof bytes; ++i) {
+        out[2 * i] = hex[bytes[i] >> 4];
+        out[2 * i + 1] = hex[bytes[i] & 0xf];
+    }
+    return out;
+}
+
+lock_spec::lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_options o)
+    : conn(std::move(c)), name(std::move(n)), opts(o), invalid(check(name, opts)) {
+    if (lockable_name(name)) {
+        fence_key = derived_key(name, "fence");
+        channel = derived_key(name, "released");
+    }
+    if (invalid)
+        return;
+    lease_ms = std::to_string(to_ms(opts.lease));
+    fence_ms = std::to_string(to_ms(opts.lease + opts.fence_retention));
+    drift = std::min<clock::duration>(opts.lease / 100 + std::chrono::milliseconds(2),
+                                      opts.lease / 2);
+}
+
+lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,
+                         const owner_id& o, std::uint64_t t)
+    : svc(std::move(s)), spec(std::move(sp)), owner(o), token(t) {
+    lease = spec->opts.lease;
+    drift = spec->drift;
+    watchdog = spec->opts.watchdog;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The per-name subscription: release messages wake the head of the local queue.
+
+class lock_service::listener final : public push_listener {
+public:
+    listener(std::weak_ptr<lock_service> svc, std::string name)
+        : svc_(std::move(svc)), name_(std::move(name)) {}
+    void on_message(std::string_view, std::string_view) override {
+        if (auto s = svc_.lock())
+            s->on_release_message(name_);
+    }
+    // Releases published while the connection was down are lost: try again.
+    void on_reconnect() override { on_message({}, {}); }
+
+private:
+    std::weak_ptr<lock_service> svc_;
+    std::string name_;
+};
+
+lock_service::lock_service(connection_impl& c)
+    : conn_(c), timer_(c.strand()), rng_(std::random_device{}()) {}
+
+std::shared_ptr<lock_service> lock_service::of(connection_impl& c) {
+    return std::static_pointer_cast<lock_service>(
+        c.lock_service([&c](std::function<void()>& on_stop) {
+            auto svc = std::make_shared<lock_service>(c);
+            on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
+                if (auto s = weak.lock())
+                    s->on_connection_stopped();
+            };
+            return svc;
+        }));
+}
+
+bool lock_service::has_waiters(const std::string& name) const {
+    return queues_.find(name) != queues_.end();
+}
+
+void lock_service::join(acquire_op& op) {
+    auto [it, fresh] = queues_.try_emplace(op.spec().name);
+    if (fresh) {
+        it->second.sub = std::make_shared<listener>(weak_from_this(), op.spec().name);
+        conn_.add_listener(op.spec().channel, it->second.sub);
+    }
+    it->second.q.push(op.id());
+    op.joined(it->second.q);
+    stats_.waiters.fetch_add(1, std::memory_order_relaxed);
+}
+
+void lock_service::leave(acquire_op& op) {
+    auto it = queues_.find(op.spec().name);
+    if (it == queues_.end())
+        return;
+    stats_.waiters.fetch_sub(1, std::memory_order_relaxed);
+    const auto next = it->second.q.erase(op.id());
+    if (it->second.q.empty()) {
+        conn_.remove_listener(op.spec().channel, it->second.sub.get());
+        queues_.erase(it);
+        return;
+    }
+    if (next)
+        acquire_op::from_id(next).wake(); // promoted: it may have a wake-up to consume
+}
+
+void lock_service::on_release_message(const std::string& name) {
+    auto it = queues_.find(name);
+    if (it == queues_.end())
+        return;
+    if (const auto head = it->second.q.on_release()) {
+        stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
+        acquire_op::from_id(head).wake();
+    }
+}
+
+void lock_service::give_back(const lock_spec& spec, const owner_id& owner) {
+    stats_.undos.fetch_add(1, std::memory_order_relaxed);
+    log().log(logger::level::info, describe(spec) + "undo sent (a grant nobody waits for, or an "
+                                                    "attempt with an unknown outcome)");
+    const std::string_view keys[] = {spec.name};
+    const std::string_view args[] = {{owner.data(), owner.size()}, spec.channel};
+    // EVAL, not EVALSHA: an undo must reach Redis before anything queued after it (a NOSCRIPT
+    // retry would put it behind the next attempt, and it would delete that new grant).
+    auto req = std::make_shared<request>(make_eval(release_script(), keys, args));
+    auto resp = std::make_shared<generic_response>();
+    start_exec(spec.conn, *req, make_adapter(*resp),
+               asio::bind_executor(conn_.strand(), [req, resp](error_code, std::size_t) {}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leases
+
+void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_point sent) {
+    if (s->spec->opts.max_hold > clock::duration::zero())
+        s->max_hold_at = clock::time_point::max() - sent > s->spec->opts.max_hold
+                             ? sent + s->spec->opts.max_hold
+                             : clock::time_point::max();
+    table_.add(*s, sent);
+    s->publish_deadline();
+    stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
+    kick();
+}
+
+void lock_service::forget(lease_state& s) {
+    if (!lease_table::contains(s))
+        return;
+    table_.remove(s);
+    stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+    if (table_.empty() && loop_running_)
+        timer_.cancel(); // let the watchdog stop
+}
+
+void lock_service::lose(lease_state& s, error why) {
+    if (s.released || s.lost_view.load(std::memory_order_relaxed) != 0)
+        return;
+    forget(s);
+    s.lost_reason = why;
+    s.lost_view.store(static_cast<int>(why), std::memory_order_relaxed);
+    stats_.leases_lost.fetch_add(1, std::memory_order_relaxed);
+    log().log(logger::level::warning,
+              describe(*s.spec) + "lease lost (" + make_error_code(why).message() + ")");
+    auto waiters = std::move(s.lost_waiters);
+    s.lost_waiters.clear();
+    for (auto& [id, h] : waiters)
+        post_completion(std::move(h), conn_.executor(), error_code(why));
+    // Redis may still have the key (a renewal answered too late, max_hold): delete it now,
+    // owner-checked, so that no one else waits for it to expire.
+    give_back(*s.spec, s.owner);
+}
+
+void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
+    s->released = true;
+    auto waiters = std::move(s->lost_waiters);
+    s->lost_waiters.clear();
+    for (auto& [id, h] : waiters)
+        post_completion(std::move(h), conn_.executor(),
+                        error_code(asio::error::operation_aborted));
+    if (s->lost_view.load(std::memory_order_relaxed) != 0) {
+        if (done)
+            post_completion(std::move(done), conn_.executor(), error_code(s->lost_reason));
+        return;
+    }
+    forget(*s);
+    const std::string_view keys[] = {s->spec->name};
+    const std::string_view args[] = {s->owner_view(), s->spec->channel};
+    auto req = std::make_shared<request>(connection::make_evalsha(release_script(), keys, args));
+    auto resp = std::make_shared<generic_response>();
+    start_eval(s->spec->conn, release_script(), req, *resp,
+               asio::bind_executor(conn_.strand(), [self = shared_from_this(), s, req, resp,
+                                                    done = std::move(done)](error_code ec) mutable {
+                   bool released = false;
+                   if (!ec)
+                       ec = decode_release(*resp, released);
+                   if (!ec && !released) {
+                       // Gone or taken before we released: the section may have overlapped.
+                       ec = error::lease_lost;
+                       self->stats_.leases_lost.fetch_add(1, std::memory_order_relaxed);
+                       self->log().log(logger::level::warning,
+                                       describe(*s->spec) +
+                                           "lease found lost at release (expired or taken)");
+                   } else if (ec) {
+                       self->log().log(logger::level::warning,
+                                       describe(*s->spec) + "release failed (" + ec.message() +
+                                           "); the key expires with its lease");
+                   }
+                   if (done)
+                       post_completion(std::move(done), self->conn_.executor(), ec);
+               }));
+}
+
+void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
+    if (s->lost_view.load(std::memory_order_relaxed) != 0) {
+        post_completion(std::move(done), conn_.executor(), error_code(s->lost_reason));
+        return;
+    }
+    const std::string_view keys[] = {s->spec->name};
+    const std::string_view args[] = {s->owner_view(), s->spec->lease_ms};
+    auto req = std::make_shared<request>(connection::make_evalsha(renew_script(), keys, args));
+    auto resp = std::make_shared<generic_response>();
+    const auto sent = clock::now();
+    start_eval(s->spec->conn, renew_script(), req, *resp,
+               asio::bind_executor(conn_.strand(), [self = shared_from_this(), s, req, resp, sent,
+                                                    done = std::move(done)](error_code ec) mutable {
+                   std::vector<bool> renewed;
+                   if (!ec)
+                       ec = decode_renew(*resp, renewed);
+                   if (!ec && renewed.size() != 1)
+                       ec = error::unexpected_reply;
+                   if (!ec && !lease_table::contains(*s))
+                       ec = s->lost_view.load(std::memory_order_relaxed) != 0
+                                ? error_code(s->lost_reason)
+                                : error_code(error::not_owner);
+                   if (!ec) {
+                       if (self->table_.on_renewed(*s, sent, clock::now(), renewed[0])) {
+                           self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+                           self->lose(*s, error::lease_lost);
+                           ec = error::lease_lost;
+                       } else {
+                           s->publish_deadline();
+                           self->kick();
+                       }
+                   }
+                   post_completion(std::move(done), self->conn_.executor(), ec);
+               }));
+}
+
+void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
+    if (s->lost_view.load(std::memory_order_relaxed) != 0) {
+        post_completion(std::move(h), conn_.executor(), error_code(s->lost_reason));
+        return;
+    }
+    if (s->released) {
+        post_completion(std::move(h), conn_.executor(),
+                        error_code(asio::error::operation_aborted));
+        return;
+    }
+    const auto id = ++s->next_waiter; // ids start at 1
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<lease_state>(s), id,
+                     strand = conn_.strand()](asio::cancellation_type) {
+            asio::post(strand, [weak, id] {
+                auto st = weak.lock();
+                if (!st)
+                    return;
+                auto& w = st->lost_waiters;
+                auto it = std::find_if(w.begin(), w.end(),
+                                       [id](const auto& p) { return p.first == id; });
+                if (it == w.end())
+                    return;
+                auto h = std::move(it->second);
+                w.erase(it);
+                post_completion(std::move(h), st->spec->conn->executor(),
+                                error_code(asio::error::operation_aborted));
+            });
+        });
+    s->lost_waiters.emplace_back(id, std::move(h));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The watchdog: one timer per connection, woken at the earliest renewal or deadline.
+
+void lock_service::kick() {
+    if (!loop_running_) {
+        loop_running_ = true;
+        asio::post(conn_.strand(), [self = shared_from_this()] { self->run_watchdog(); });
+        return;
+    }
+    timer_.cancel(); // re-plan now: something may need attention before the planned wake-up
+}
+
+void lock_service::run_watchdog() {
+    const auto now = clock::now();
+    table_.make_plan(now, plan_);
+    // Copy what the plan points at before acting: losing and renewing change the table.
+    std::vector<std::pair<std::shared_ptr<lease_state>, error>> losing;
+    for (auto& [w, why] : plan_.losing) {
+        auto* s = static_cast<lease_state*>(w);
+        stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+        losing.emplace_back(s->shared_from_this(), why);
+    }
+    std::vector<std::shared_ptr<lease_state>> due;
+    for (auto* w : plan_.due)
+        due.push_back(static_cast<lease_state*>(w)->shared_from_this());
+    for (auto& [s, why] : losing)
+        lose(*s, why);
+    for (std::size_t i = 0; i < due.size(); i += 100)
+        renew({due.begin() + static_cast<std::ptrdiff_t>(i),
+               due.begin() + static_cast<std::ptrdiff_t>(std::min(due.size(), i + 100))});
+    if (table_.empty()) {
+        loop_running_ = false;
+        planned_ = clock::time_point::max();
+        return;
+    }
+    planned_ = plan_.wake_at;
+    timer_.expires_at(planned_);
+    timer_.async_wait([self = shared_from_this()](error_code) { self->run_watchdog(); });
+}
+
+void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
+    const auto sent = clock::now();
+    std::vector<std::string_view> keys, args;
+    keys.reserve(batch.size());
+    args.reserve(2 * batch.size());
+    for (auto& s : batch) {
+        keys.push_back(s->spec->name);
+        args.push_back(s->owner_view());
+        args.push_back(s->spec->lease_ms);
+    }
+    auto req = std::make_shared<request>(connection::make_evalsha(renew_script(), keys, args));
+    auto resp = std::make_shared<generic_response>();
+    stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
+    start_eval(conn_.shared_from_this(), renew_script(), req, *resp,
+               asio::bind_executor(conn_.strand(), [self = shared_from_this(),
+                                                    batch = std::move(batch), req, resp,
+                                                    sent](error_code ec) {
+                   std::vector<bool> renewed;
+                   if (!ec)
+                       ec = decode_renew(*resp, renewed);
+                   if (!ec && renewed.size() != batch.size())
+                       ec = error::unexpected_reply;
+                   const auto now = clock::now();
+                   for (std::size_t i = 0; i < batch.size(); ++i) {
+                       auto& s = *batch[i];
+                       if (!lease_table::contains(s))
+                           continue; // released or lost meanwhile
+                       if (ec) {
+                           self->table_.on_renew_failed(s, now);
+                           self->log().log(logger::level::warning,
+                                           describe(*s.spec) + "renewal failed (" +
+                                               ec.message() + "); retrying until the deadline");
+                       } else if (self->table_.on_renewed(s, sent, now, renewed[i])) {
+                           self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+                           self->lose(s, error::lease_lost);
+                       } else {
+                           s.publish_deadline();
+                           self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);
+                       }
+                   }
+                   self->kick(); // re-plan (and stop if nothing is left to watch)
+               }));
+}
+
+void lock_service::on_connection_stopped() {
+    // No renewal can happen any more: every held lease is lost now, and every waiter ends.
+    std::vector<std::shared_ptr<lease_state>> held;
+    table_.for_each([&](lease_watch& w) {
+        held.push_back(static_cast<lease_state*>(&w)->shared_from_this());
+    });
+    for (auto& s : held)
+        lose(*s, error::lease_lost);
+    std::vector<std::shared_ptr<acquire_op>> waiting;
+    for (auto& [name, nq] : queues_)
+        nq.q.for_each([&](waiter_queue::id id) {
+            waiting.push_back(acquire_op::from_id(id).shared_from_this());
+        });
+    for (auto& op : waiting)
+        op->stop();
+}
+
+lock_stats lock_service::stats() const {
+    constexpr auto r = std::memory_order_relaxed;
+    const auto& c = stats_;
+    return {c.attempts.load(r),      c.pubsub_wakeups.load(r), c.timer_wakeups.load(r),
+            c.renewals.load(r),      c.renewal_calls.load(r),  c.leases_lost.load(r),
+            c.undos.load(r),         c.leases_held.load(r),    c.waiters.load(r)};
+}
+
+} // namespace corolock::detail
