@@ -76,6 +76,7 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
     }
     if (state_ != state::attempting)
         return {};
+    state_ = state::done; // the attempt is back; what follows sets the next state
     acquire_action a;
     switch (r.what) {
     case kind::failed:

@@ -210,17 +210,14 @@ BOOST_AUTO_TEST_CASE(untagged_names_with_a_closing_brace_are_refused) {
 
 BOOST_AUTO_TEST_CASE(acquire_granted) {
     acquire_reply r;
-    BOOST_TEST(!corolock::detail::decode_acquire(wire("*3\r\n:1\r\n:42\r\n:1\r\n"), r));
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:42\r\n"), r));
     BOOST_TEST(r.acquired);
     BOOST_TEST(r.token == 42u);
-    BOOST_TEST(r.count == 1u);
 
-    acquire_reply nested;
-    BOOST_TEST(
-        !corolock::detail::decode_acquire(wire("*3\r\n:1\r\n:1767225600123456\r\n:3\r\n"), nested));
-    BOOST_TEST(nested.acquired);
-    BOOST_TEST(nested.token == 1767225600123456u); // seeded from TIME in microseconds
-    BOOST_TEST(nested.count == 3u);
+    acquire_reply timed;
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:1767225600123456\r\n"), timed));
+    BOOST_TEST(timed.acquired);
+    BOOST_TEST(timed.token == 1767225600123456u); // the server's TIME in microseconds
 }
 
 BOOST_AUTO_TEST_CASE(acquire_held_by_another) {
@@ -243,8 +240,11 @@ BOOST_AUTO_TEST_CASE(acquire_error_replies) {
     BOOST_TEST(wrong_type == corolock::condition::server_failure);
     BOOST_TEST(corolock::detail::decode_acquire(wire("!13\r\nWRONGTYPE xyz\r\n"), r) ==
                error::wrong_type);
-    BOOST_TEST(corolock::detail::decode_acquire(wire("-STALE fencing token\r\n"), r) ==
+    BOOST_TEST(corolock::detail::decode_acquire(wire("-STALE_TOKEN corolock: x\r\n"), r) ==
                error::stale_token);
+    // Only corolock's own marker means a stale token.
+    BOOST_TEST(corolock::detail::decode_acquire(wire("-STALE fencing token\r\n"), r) ==
+               error::server_error);
     BOOST_TEST(corolock::detail::decode_acquire(wire("-ERR Error running script\r\n"), r) ==
                error::server_error);
     BOOST_TEST(corolock::detail::decode_acquire(wire("-NOSCRIPT No matching script\r\n"), r) ==
@@ -259,32 +259,29 @@ BOOST_AUTO_TEST_CASE(acquire_error_replies) {
 
 BOOST_AUTO_TEST_CASE(acquire_malformed_replies) {
     const char* bad[] = {
-        "",                                // nothing
-        ":1\r\n",                          // not an array
-        "_\r\n",                           // null
-        "*0\r\n",                          // empty
-        "*1\r\n:1\r\n",                    // too short
-        "*3\r\n:2\r\n:42\r\n:1\r\n",       // flag neither 0 nor 1
-        "*3\r\n:-1\r\n:42\r\n:1\r\n",      // negative flag
-        "*2\r\n:1\r\n:42\r\n",             // granted without count
-        "*3\r\n:0\r\n:5\r\n:1\r\n",        // refused with a third element
-        "*4\r\n:1\r\n:42\r\n:1\r\n:9\r\n", // extra element
-        "*3\r\n:1\r\n:-42\r\n:1\r\n",      // negative token
-        "*3\r\n:1\r\n:42\r\n:0\r\n",       // granted with count 0
-        "*3\r\n:1\r\n:42\r\n:-1\r\n",      // negative count
-        "*3\r\n$1\r\n1\r\n:42\r\n:1\r\n",  // flag as a string
-        "*3\r\n:1\r\n$2\r\n42\r\n:1\r\n",  // token as a string
-        "*2\r\n:0\r\n$4\r\n1234\r\n",      // TTL as a string
-        "*3\r\n#t\r\n:42\r\n:1\r\n",       // boolean flag
-        "*3\r\n:1\r\n,42\r\n:1\r\n",       // double token
-        "*3\r\n:1\r\n(42\r\n:1\r\n",       // big number token
-        "*2\r\n:0\r\n_\r\n",               // null TTL
-        "~3\r\n:1\r\n:42\r\n:1\r\n",       // a set
-        ">3\r\n:1\r\n:42\r\n:1\r\n",       // a push
-        "*3\r\n:1\r\n*1\r\n:42\r\n:1\r\n", // nested aggregate
-        "*3\r\n:1\r\n:42\r\n*1\r\n:1\r\n", // nested aggregate last
-        "*3\r\n:1\r\n:42\r\n:1\r\n:1\r\n", // a second reply after a good one
-        "*2\r\n:0\r\n:1234\r\n+OK\r\n",    // a second reply after a refusal
+        "",                                  // nothing
+        ":1\r\n",                            // not an array
+        "_\r\n",                             // null
+        "*0\r\n",                            // empty
+        "*1\r\n:1\r\n",                      // too short
+        "*2\r\n:2\r\n:42\r\n",               // flag neither 0 nor 1
+        "*2\r\n:-1\r\n:42\r\n",              // negative flag
+        "*3\r\n:1\r\n:42\r\n:1\r\n",         // extra element (the old nested-count shape)
+        "*3\r\n:0\r\n:5\r\n:1\r\n",          // refused with a third element
+        "*2\r\n:1\r\n:-42\r\n",              // negative token
+        "*2\r\n:1\r\n:0\r\n",                // token 0 (never issued)
+        "*2\r\n$1\r\n1\r\n:42\r\n",          // flag as a string
+        "*2\r\n:1\r\n$2\r\n42\r\n",          // token as a string
+        "*2\r\n:0\r\n$4\r\n1234\r\n",        // TTL as a string
+        "*2\r\n#t\r\n:42\r\n",               // boolean flag
+        "*2\r\n:1\r\n,42\r\n",               // double token
+        "*2\r\n:1\r\n(42\r\n",               // big number token
+        "*2\r\n:0\r\n_\r\n",                 // null TTL
+        "~2\r\n:1\r\n:42\r\n",               // a set
+        ">2\r\n:1\r\n:42\r\n",               // a push
+        "*2\r\n:1\r\n*1\r\n:42\r\n",         // nested aggregate
+        "*2\r\n:1\r\n:42\r\n:1\r\n",         // a second reply after a good one
+        "*2\r\n:0\r\n:1234\r\n+OK\r\n",      // a second reply after a refusal
     };
     for (const char* text : bad) {
         BOOST_TEST_CONTEXT("reply " << std::string_view(text).size() << " bytes: " << text) {
@@ -301,8 +298,8 @@ BOOST_AUTO_TEST_CASE(acquire_numbers_must_be_whole_numbers) {
     for (std::string token :
          {"", "12a", " 12", "12 ", "+12", "0x10", "1e3", "-1", "18446744073709551616"}) {
         BOOST_TEST_CONTEXT("token text '" << token << "'") {
-            const generic_response resp{aggregate(type::array, 3), leaf(type::number, "1", 1),
-                                        leaf(type::number, token, 1), leaf(type::number, "1", 1)};
+            const generic_response resp{aggregate(type::array, 2), leaf(type::number, "1", 1),
+                                        leaf(type::number, token, 1)};
             acquire_reply r;
             BOOST_TEST(corolock::detail::decode_acquire(resp, r) == error::unexpected_reply);
         }
@@ -310,7 +307,11 @@ BOOST_AUTO_TEST_CASE(acquire_numbers_must_be_whole_numbers) {
     // Declared size and node count disagree.
     const generic_response short_array{aggregate(type::array, 3), leaf(type::number, "0", 1),
                                        leaf(type::number, "5", 1)};
+    // A huge declared array is refused by its header, before any element is read.
+    const generic_response huge{aggregate(type::array, 1u << 20), leaf(type::number, "1", 1),
+                                leaf(type::number, "5", 1)};
     acquire_reply r;
+    BOOST_TEST(corolock::detail::decode_acquire(huge, r) == error::unexpected_reply);
     BOOST_TEST(corolock::detail::decode_acquire(short_array, r) == error::unexpected_reply);
 }
 
@@ -318,23 +319,21 @@ BOOST_AUTO_TEST_CASE(acquire_numbers_must_be_whole_numbers) {
 // decode_release, decode_integer
 
 BOOST_AUTO_TEST_CASE(release_replies) {
-    std::int64_t left = 99;
-    BOOST_TEST(!corolock::detail::decode_release(wire(":0\r\n"), left));
-    BOOST_TEST(left == 0);
-    BOOST_TEST(!corolock::detail::decode_release(wire(":-1\r\n"), left));
-    BOOST_TEST(left == -1);
-    BOOST_TEST(!corolock::detail::decode_release(wire(":3\r\n"), left));
-    BOOST_TEST(left == 3);
+    bool released = false;
+    BOOST_TEST(!corolock::detail::decode_release(wire(":1\r\n"), released));
+    BOOST_TEST(released);
+    BOOST_TEST(!corolock::detail::decode_release(wire(":0\r\n"), released));
+    BOOST_TEST(!released);
 
-    BOOST_TEST(corolock::detail::decode_release(wire("-WRONGTYPE not a lock\r\n"), left) ==
+    BOOST_TEST(corolock::detail::decode_release(wire("-WRONGTYPE not a lock\r\n"), released) ==
                error::wrong_type);
-    BOOST_TEST(corolock::detail::decode_release(wire("-STALE x\r\n"), left) == error::stale_token);
-    BOOST_TEST(corolock::detail::decode_release(wire("-ERR oom\r\n"), left) == error::server_error);
+    BOOST_TEST(corolock::detail::decode_release(wire("-ERR oom\r\n"), released) ==
+               error::server_error);
 
-    for (const char* text : {"", ":-2\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n", ",0\r\n", "#f\r\n",
-                             "*1\r\n:0\r\n", ":0\r\n:0\r\n", "(0\r\n"}) {
+    for (const char* text : {"", ":-1\r\n", ":2\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n",
+                             ",0\r\n", "#f\r\n", "*1\r\n:0\r\n", ":0\r\n:0\r\n", "(0\r\n"}) {
         BOOST_TEST_CONTEXT("reply " << text) {
-            BOOST_TEST(corolock::detail::decode_release(wire(text), left) ==
+            BOOST_TEST(corolock::detail::decode_release(wire(text), released) ==
                        error::unexpected_reply);
         }
     }
@@ -350,7 +349,8 @@ BOOST_AUTO_TEST_CASE(integer_replies) {
     BOOST_TEST(v == INT64_MAX);
 
     BOOST_TEST(corolock::detail::decode_integer(wire("-WRONGTYPE x\r\n"), v) == error::wrong_type);
-    BOOST_TEST(corolock::detail::decode_integer(wire("-STALE x\r\n"), v) == error::stale_token);
+    BOOST_TEST(corolock::detail::decode_integer(wire("-STALE_TOKEN x\r\n"), v) ==
+               error::stale_token);
     BOOST_TEST(corolock::detail::decode_integer(wire("-BUSY script\r\n"), v) ==
                error::server_error);
 
@@ -417,15 +417,17 @@ BOOST_AUTO_TEST_CASE(fenced_source_wraps_the_body) {
     const std::string body = "local v = redis.call('DECRBY', KEYS[1], ARGV[1])\nreturn v";
     const std::string src = corolock::detail::make_fenced_source(body);
     BOOST_TEST(src.find(body) != std::string::npos);
-    // The guard: the fence key (KEYS[1]) must still hold the caller's token (ARGV[1]).
-    const auto guard = src.find("redis.call('GET', KEYS[1]) ~= ARGV[1]");
+    // The guard: no newer token in the fence key (KEYS[2]) than the caller's (ARGV[1]); with
+    // the fence key expired, the lock key (KEYS[1]) must still record the caller's token.
+    const auto guard = src.find("tonumber(last) > tonumber(ARGV[1])");
     BOOST_TEST(guard != std::string::npos);
-    const auto stale = src.find("STALE");
+    BOOST_TEST(src.find("redis.call('HGET', KEYS[1], 'token') ~= ARGV[1]") != std::string::npos);
+    const auto stale = src.find("STALE_TOKEN");
     BOOST_TEST(stale != std::string::npos);
     BOOST_TEST(guard < stale);
     BOOST_TEST(stale < src.find(body)); // checked before the body can run
     // The body sees the caller's own keys and arguments.
-    BOOST_TEST(src.find("unpack(KEYS, 2)") != std::string::npos);
+    BOOST_TEST(src.find("unpack(KEYS, 3)") != std::string::npos);
     BOOST_TEST(src.find("unpack(ARGV, 2)") != std::string::npos);
     // A trailing comment in the body does not swallow the wrapper's closing code.
     const std::string commented = corolock::detail::make_fenced_source("return 1 -- done");
@@ -463,8 +465,9 @@ BOOST_AUTO_TEST_CASE(scripts_refuse_foreign_keys_and_publish_releases) {
     const auto& force = corolock::detail::force_unlock_script().source();
     BOOST_TEST(acquire.find("WRONGTYPE") != std::string::npos);
     BOOST_TEST(release.find("WRONGTYPE") != std::string::npos);
-    BOOST_TEST(acquire.find("'TIME'") != std::string::npos); // fence seeded from the server
-    BOOST_TEST(acquire.find("'INCR', KEYS[2]") != std::string::npos);
+    BOOST_TEST(acquire.find("'TIME'") != std::string::npos); // tokens follow the server clock
+    BOOST_TEST(acquire.find("last >= token then token = last + 1") != std::string::npos);
+    BOOST_TEST(acquire.find("'SET', KEYS[2], text, 'PX', ARGV[3]") != std::string::npos);
     BOOST_TEST(release.find("'PUBLISH', ARGV[2], 'released'") != std::string::npos);
     BOOST_TEST(force.find("'PUBLISH', ARGV[1], 'released'") != std::string::npos);
 }

@@ -1,0 +1,343 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The decisions of one acquisition, event by event, with no server and no sleeps. Each race the
+// lock has met is a test here: the events are fed in the racy order.
+#include "detail/acquire_fsm.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using corolock::error;
+using corolock::error_code;
+using corolock::detail::acquire_action;
+using corolock::detail::acquire_fsm;
+using corolock::detail::acquire_params;
+using corolock::detail::attempt_reply;
+using clock_type = std::chrono::steady_clock;
+using state = acquire_fsm::state;
+using namespace std::chrono_literals;
+
+namespace {
+
+const clock_type::time_point t0 = clock_type::time_point(100h);
+const clock_type::time_point never = clock_type::time_point::max();
+
+acquire_params params(clock_type::time_point deadline = never, bool once = false) {
+    acquire_params p;
+    p.deadline = deadline;
+    p.once = once;
+    p.lease = 30s;
+    p.drift = 302ms;
+    p.retry_base = 50ms;
+    p.retry_max = 2s;
+    return p;
+}
+
+attempt_reply granted(std::uint64_t token = 7) {
+    attempt_reply r;
+    r.what = attempt_reply::kind::granted;
+    r.token = token;
+    return r;
+}
+attempt_reply held(clock_type::duration ttl = 10s) {
+    attempt_reply r;
+    r.what = attempt_reply::kind::held;
+    r.holder_ttl = ttl;
+    return r;
+}
+attempt_reply unknown() {
+    attempt_reply r;
+    r.what = attempt_reply::kind::unknown;
+    r.ec = error::connection_lost;
+    return r;
+}
+attempt_reply failed(error_code ec) {
+    attempt_reply r;
+    r.what = attempt_reply::kind::failed;
+    r.ec = ec;
+    return r;
+}
+
+bool only_attempt(const acquire_action& a) {
+    return a.attempt && !a.give_back && !a.join && !a.complete;
+}
+bool nothing(const acquire_action& a) {
+    return !a.attempt && !a.give_back && !a.join && !a.complete;
+}
+bool completes(const acquire_action& a, error_code ec, bool granted = false) {
+    return a.complete && a.ec == ec && a.granted == granted && !a.attempt;
+}
+
+struct fixture {
+    std::minstd_rand rng{42};
+};
+
+// A waiting acquisition that has joined the queue and waits as head for its fallback timer.
+acquire_fsm waiting_head(std::minstd_rand& rng, clock_type::time_point deadline = never) {
+    acquire_fsm f(params(deadline));
+    f.start(t0, false);
+    f.on_reply(t0 + 1ms, held(), true, false, rng); // join + retry
+    f.on_reply(t0 + 2ms, held(), true, false, rng); // now waits
+    BOOST_REQUIRE_EQUAL(f.current(), state::waiting);
+    return f;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(acquire_fsm_tests)
+
+BOOST_FIXTURE_TEST_CASE(uncontended_acquire_is_one_attempt, fixture) {
+    acquire_fsm f(params());
+    const auto a = f.start(t0, false);
+    BOOST_TEST(only_attempt(a), a);
+    BOOST_TEST(f.current() == state::attempting);
+    BOOST_TEST((f.wake_at() == never)); // no deadline: no timer
+    const auto b = f.on_reply(t0 + 1ms, granted(99), false, false, rng);
+    BOOST_TEST(completes(b, {}, true), b);
+    BOOST_TEST(f.token() == 99u);
+    BOOST_TEST((f.valid_until() == t0 + 30s - 302ms)); // from the send time, minus drift
+    BOOST_TEST(f.current() == state::done);
+    BOOST_TEST(!f.queued());
+}
+
+BOOST_FIXTURE_TEST_CASE(try_acquire_of_a_held_lock_is_an_empty_success, fixture) {
+    acquire_fsm f(params(never, true));
+    f.start(t0, true); // a try never queues, even behind local waiters
+    BOOST_TEST(f.current() == state::attempting);
+    const auto a = f.on_reply(t0 + 1ms, held(), false, false, rng);
+    BOOST_TEST(completes(a, {}), a);
+    BOOST_TEST(!a.join);
+    BOOST_TEST(!f.queued());
+}
+
+BOOST_FIXTURE_TEST_CASE(held_lock_subscribes_before_the_retry, fixture) {
+    acquire_fsm f(params());
+    f.start(t0, false);
+    const auto a = f.on_reply(t0 + 1ms, held(), false, false, rng);
+    // Join (SUBSCRIBE) and retry in that order: the subscription is ahead of the retry on the
+    // socket, so a release between the first attempt and the subscription is not missed.
+    BOOST_TEST(a.join);
+    BOOST_TEST(a.attempt);
+    BOOST_TEST(!a.complete);
+    BOOST_TEST(f.queued());
+}
+
+BOOST_FIXTURE_TEST_CASE(behind_local_waiters_joins_without_an_attempt, fixture) {
+    acquire_fsm f(params(t0 + 5s));
+    const auto a = f.start(t0, true);
+    BOOST_TEST(a.join);
+    BOOST_TEST(!a.attempt);
+    BOOST_TEST(f.current() == state::waiting);
+    BOOST_TEST((f.wake_at() == t0 + 5s)); // not head: only the deadline
+}
+
+BOOST_FIXTURE_TEST_CASE(release_message_during_an_attempt_is_not_lost, fixture) {
+    // The race of 7deb4ee: the head's attempt is on the wire when the release message arrives.
+    // The queue keeps the wake-up; when the attempt comes back "held", the head tries again at
+    // once instead of sleeping through its back-off.
+    acquire_fsm f(params());
+    f.start(t0, false);
+    f.on_reply(t0 + 1ms, held(), true, false, rng); // join + retry on the wire
+    const auto a = f.on_reply(t0 + 2ms, held(), true, /*woken=*/true, rng);
+    BOOST_TEST(only_attempt(a), a);
+    BOOST_TEST(f.current() == state::attempting);
+}
+
+BOOST_FIXTURE_TEST_CASE(without_a_message_the_head_backs_off, fixture) {
+    auto f = waiting_head(rng);
+    BOOST_TEST((f.wake_at() > t0 + 2ms));
+    BOOST_TEST((f.wake_at() <= t0 + 2ms + 50ms)); // retry_base, the first ceiling
+    const auto at = f.wake_at();
+    BOOST_TEST(nothing(f.on_timer(at - 1ms, true))); // early: nothing
+    const auto a = f.on_timer(at, true);
+    BOOST_TEST(only_attempt(a), a);
+}
+
+BOOST_FIXTURE_TEST_CASE(back_off_is_capped_by_the_holder_ttl, fixture) {
+    acquire_fsm f(params());
+    f.start(t0, false);
+    f.on_reply(t0, held(), true, false, rng);
+    for (int i = 0; i < 20; ++i) { // the ceiling grows to retry_max (2 s)
+        f.on_reply(t0, held(3ms), true, false, rng);
+        BOOST_TEST((f.wake_at() <= t0 + 3ms));
+        f.on_timer(f.wake_at(), true);
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(a_message_wakes_a_waiting_head, fixture) {
+    auto f = waiting_head(rng);
+    BOOST_TEST(nothing(f.on_wake(t0 + 3ms, true, false, rng)));
+    BOOST_TEST(only_attempt(f.on_wake(t0 + 3ms, true, true, rng)));
+}
+
+BOOST_FIXTURE_TEST_CASE(non_head_waits_to_be_promoted, fixture) {
+    acquire_fsm f(params(t0 + 10s));
+    f.start(t0, true);
+    BOOST_TEST(nothing(f.on_wake(t0 + 1ms, false, false, rng))); // not head: nothing
+    BOOST_TEST(nothing(f.on_timer(t0 + 1ms, false)));
+    // Promoted with a wake-up pending (the old head left without consuming it): try now.
+    BOOST_TEST(only_attempt(f.on_wake(t0 + 2ms, true, true, rng)));
+}
+
+BOOST_FIXTURE_TEST_CASE(promoted_without_a_message_uses_the_fallback_timer, fixture) {
+    acquire_fsm f(params(t0 + 10s));
+    f.start(t0, true);
+    BOOST_TEST(nothing(f.on_wake(t0 + 2ms, true, false, rng)));
+    BOOST_TEST((f.wake_at() <= t0 + 2ms + 50ms));
+    BOOST_TEST(only_attempt(f.on_timer(f.wake_at(), true)));
+}
+
+BOOST_FIXTURE_TEST_CASE(late_grant_of_a_try_is_given_back_as_lease_lost, fixture) {
+    acquire_fsm f(params(never, true));
+    f.start(t0, false);
+    const auto a = f.on_reply(t0 + 30s - 302ms, granted(), false, false, rng);
+    BOOST_TEST(a.give_back);
+    BOOST_TEST(completes(a, error::lease_lost), a);
+}
+
+BOOST_FIXTURE_TEST_CASE(late_grant_of_a_wait_is_given_back_and_retried, fixture) {
+    acquire_fsm f(params());
+    f.start(t0, false);
+    f.on_reply(t0, held(), true, false, rng); // queued, retry on the wire (sent at t0)
+    const auto a = f.on_reply(t0 + 40s, granted(), true, false, rng);
+    BOOST_TEST(a.give_back);
+    BOOST_TEST(!a.complete);
+    BOOST_TEST(f.current() == state::waiting);
+    // With a wake-up pending it tries again at once, behind the give-back.
+    acquire_fsm g(params());
+    g.start(t0, false);
+    g.on_reply(t0, held(), true, false, rng);
+    const auto b = g.on_reply(t0 + 40s, granted(), true, true, rng);
+    BOOST_TEST(b.give_back);
+    BOOST_TEST(b.attempt);
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_while_the_script_is_on_the_wire, fixture) {
+    acquire_fsm f(params());
+    f.start(t0, false);
+    const auto a = f.on_cancel();
+    BOOST_TEST(completes(a, boost::asio::error::operation_aborted), a);
+    BOOST_TEST(f.current() == state::abandoned);
+    // The grant that arrives afterwards is undone, and nothing completes twice.
+    const auto b = f.on_reply(t0 + 1ms, granted(), false, false, rng);
+    BOOST_TEST(b.give_back);
+    BOOST_TEST(!b.complete);
+    BOOST_TEST(f.current() == state::done);
+    BOOST_TEST(nothing(f.on_cancel()));
+    BOOST_TEST(nothing(f.on_stop()));
+}
+
+BOOST_FIXTURE_TEST_CASE(abandoned_attempt_that_found_the_lock_held_needs_no_undo, fixture) {
+    acquire_fsm f(params());
+    f.start(t0, false);
+    f.on_cancel();
+    BOOST_TEST(nothing(f.on_reply(t0 + 1ms, held(), false, false, rng)));
+    acquire_fsm g(params());
+    g.start(t0, false);
+    g.on_cancel();
+    BOOST_TEST(nothing(g.on_reply(t0 + 1ms, failed(error::wrong_type), false, false, rng)));
+}
+
+BOOST_FIXTURE_TEST_CASE(abandoned_attempt_with_unknown_outcome_is_undone, fixture) {
+    acquire_fsm f(params());
+    f.start(t0, false);
+    f.on_stop();
+    BOOST_TEST(f.on_reply(t0 + 1ms, unknown(), false, false, rng).give_back);
+}
+
+BOOST_FIXTURE_TEST_CASE(cancel_while_waiting, fixture) {
+    auto f = waiting_head(rng);
+    const auto a = f.on_cancel();
+    BOOST_TEST(completes(a, boost::asio::error::operation_aborted), a);
+    BOOST_TEST(!a.give_back); // nothing on the wire
+    BOOST_TEST(f.current() == state::done);
+    BOOST_TEST((f.wake_at() == never));
+}
+
+BOOST_FIXTURE_TEST_CASE(unknown_outcome_of_a_try_is_undone_and_reported, fixture) {
+    // Review L3: a try_acquire whose reply was lost with the connection was never undone.
+    acquire_fsm f(params(never, true));
+    f.start(t0, false);
+    const auto a = f.on_reply(t0 + 1ms, unknown(), false, false, rng);
+    BOOST_TEST(a.give_back);
+    BOOST_TEST(completes(a, error::connection_lost), a);
+}
+
+BOOST_FIXTURE_TEST_CASE(unknown_outcome_while_waiting_is_undone_then_retried, fixture) {
+    acquire_fsm f(params(t0 + 10s));
+    f.start(t0, false);
+    const auto a = f.on_reply(t0 + 1ms, unknown(), false, false, rng);
+    BOOST_TEST(a.give_back); // the undo goes first on the socket ...
+    BOOST_TEST(a.attempt);   // ... then the retry
+    BOOST_TEST(!a.complete);
+}
+
+BOOST_FIXTURE_TEST_CASE(other_errors_end_the_acquire, fixture) {
+    for (error e : {error::wrong_type, error::server_error, error::not_connected,
+                    error::unexpected_reply}) {
+        acquire_fsm f(params());
+        f.start(t0, false);
+        const auto a = f.on_reply(t0 + 1ms, failed(e), false, false, rng);
+        BOOST_TEST(completes(a, e), a);
+        BOOST_TEST(!a.give_back);
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(deadline_while_the_script_is_on_the_wire, fixture) {
+    // A stalled server cannot hold the caller past its deadline; its late grant is undone.
+    acquire_fsm f(params(t0 + 30ms));
+    f.start(t0, false);
+    BOOST_TEST((f.wake_at() == t0 + 30ms));
+    BOOST_TEST(nothing(f.on_timer(t0 + 29ms, false)));
+    const auto a = f.on_timer(t0 + 30ms, false);
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+    BOOST_TEST(f.on_reply(t0 + 150ms, granted(), false, false, rng).give_back);
+}
+
+BOOST_FIXTURE_TEST_CASE(deadline_while_waiting, fixture) {
+    auto f = waiting_head(rng, t0 + 20ms);
+    BOOST_TEST((f.wake_at() <= t0 + 20ms));
+    auto now = f.wake_at();
+    acquire_action a = f.on_timer(now, true);
+    while (a.attempt) { // fallback attempts until the deadline
+        a = f.on_reply(now, held(), true, false, rng);
+        now = f.wake_at();
+        a = f.on_timer(now, true);
+    }
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+    BOOST_TEST((now <= t0 + 20ms));
+}
+
+BOOST_FIXTURE_TEST_CASE(zero_wait_is_one_attempt_then_timeout, fixture) {
+    acquire_fsm f(params(t0));
+    f.start(t0, false);
+    const auto a = f.on_timer(t0, false);
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+}
+
+BOOST_FIXTURE_TEST_CASE(stop_in_every_state_completes_once, fixture) {
+    acquire_fsm attempting(params());
+    attempting.start(t0, false);
+    BOOST_TEST(completes(attempting.on_stop(), error::not_connected));
+    BOOST_TEST(attempting.current() == state::abandoned);
+
+    auto waiting = waiting_head(rng);
+    BOOST_TEST(completes(waiting.on_stop(), error::not_connected));
+    BOOST_TEST(waiting.current() == state::done);
+
+    acquire_fsm done(params());
+    done.start(t0, false);
+    done.on_reply(t0, granted(), false, false, rng);
+    BOOST_TEST(nothing(done.on_stop()));
+    BOOST_TEST(nothing(done.on_cancel()));
+    BOOST_TEST(nothing(done.on_timer(t0 + 1h, true)));
+    BOOST_TEST(nothing(done.on_wake(t0 + 1h, true, true, rng)));
+    BOOST_TEST(nothing(done.on_reply(t0, granted(), false, false, rng))); // no second grant
+}
+
+BOOST_FIXTURE_TEST_CASE(far_deadlines_do_not_overflow, fixture) {
+    // acquire_for(huge) saturates to time_point::max(): it waits, it does not time out at once.
+    auto f = waiting_head(rng, never - 1ns);
+    BOOST_TEST((f.wake_at() < t0 + 1s));
+    BOOST_TEST(!f.on_timer(f.wake_at(), true).complete);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
