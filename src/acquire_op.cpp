@@ -1,9 +1,10 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/acquire_op.hpp"
+
 #include "detail/lock_scripts.hpp"
 
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/prefer.hpp>
 
@@ -13,16 +14,15 @@ namespace corolock::detail {
 
 namespace asio = boost::asio;
 
-acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p,
-                       handler_type h)
+acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h)
     : core_(std::move(core)), svc_(*core_->svc), fsm_(p), handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(asio::prefer(asio::get_associated_executor(handler_, spec().conn->executor()),
                                asio::execution::outstanding_work.tracked)),
       timer_(spec().conn->strand()), owner_(random_owner_id()) {
     const std::string_view keys[] = {spec().name, spec().fence_key};
-    const std::string_view args[] = {{owner_.data(), owner_.size()}, spec().lease_ms,
-                                     spec().fence_ms};
+    const std::string_view args[] = {
+        {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
     req_ = std::make_shared<request>(connection::make_evalsha(acquire_script(), keys, args));
 }
 
@@ -56,9 +56,10 @@ void acquire_op::act(const acquire_action& a) {
 void acquire_op::send_attempt() {
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
-    start_eval(spec().conn, acquire_script(), req_, resp_,
-               asio::bind_executor(spec().conn->strand(),
-                                   [self = shared_from_this()](error_code ec) { self->on_reply(ec); }));
+    start_eval(
+        spec().conn, acquire_script(), req_, resp_,
+        asio::bind_executor(spec().conn->strand(),
+                            [self = shared_from_this()](error_code ec) { self->on_reply(ec); }));
 }
 
 void acquire_op::on_reply(error_code ec) {

@@ -72,7 +72,8 @@ bool lease::valid() const noexcept {
 
 clock::time_point lease::valid_until() const noexcept {
     const auto* s = share_.get();
-    return s ? clock::time_point(clock::duration(s->valid_until_view.load(std::memory_order_relaxed)))
+    return s ? clock::time_point(
+                   clock::duration(s->valid_until_view.load(std::memory_order_relaxed)))
              : clock::time_point::min();
 }
 
@@ -165,9 +166,9 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
     if (lost != 0 || clock::now().time_since_epoch().count() >=
                          st->valid_until_view.load(std::memory_order_relaxed))
-        return post_completion(std::move(h), st->spec->conn->executor(),
-                               error_code(lost != 0 ? static_cast<error>(lost)
-                                                    : error::lease_lost));
+        return post_completion(
+            std::move(h), st->spec->conn->executor(),
+            error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
     auto ex = asio::get_associated_executor(h, st->spec->conn->executor());
     auto slot = asio::get_associated_cancellation_slot(h);
     detail::start_eval(
@@ -176,9 +177,8 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
             slot, asio::bind_executor(ex, [r = &resp, h = std::move(h)](error_code ec) mutable {
                 if (!ec)
                     if (const auto* e = find_error(*r))
-                        ec = e->value.starts_with("STALE_TOKEN ")
-                                 ? error_code(error::stale_token)
-                                 : error_code(error::server_error);
+                        ec = e->value.starts_with("STALE_TOKEN ") ? error_code(error::stale_token)
+                                                                  : error_code(error::server_error);
                 std::move(h)(ec);
             })));
 }

@@ -1,5 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/lock_service.hpp"
+
 #include "detail/acquire_op.hpp"
 #include "detail/lock_scripts.hpp"
 
@@ -68,8 +69,8 @@ lock_spec::lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_op
         return;
     lease_ms = std::to_string(to_ms(opts.lease));
     fence_ms = std::to_string(to_ms(opts.lease + opts.fence_retention));
-    drift = std::min<clock::duration>(opts.lease / 100 + std::chrono::milliseconds(2),
-                                      opts.lease / 2);
+    drift =
+        std::min<clock::duration>(opts.lease / 100 + std::chrono::milliseconds(2), opts.lease / 2);
 }
 
 lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,
@@ -214,8 +215,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     auto waiters = std::move(s->lost_waiters);
     s->lost_waiters.clear();
     for (auto& [id, h] : waiters)
-        post_completion(std::move(h), conn_.executor(),
-                        error_code(asio::error::operation_aborted));
+        post_completion(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
         if (done)
             post_completion(std::move(done), conn_.executor(), error_code(s->lost_reason));
@@ -291,8 +291,7 @@ void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
         return;
     }
     if (s->released) {
-        post_completion(std::move(h), conn_.executor(),
-                        error_code(asio::error::operation_aborted));
+        post_completion(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
         return;
     }
     const auto id = ++s->next_waiter; // ids start at 1
@@ -305,8 +304,8 @@ void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
                 if (!st)
                     return;
                 auto& w = st->lost_waiters;
-                auto it = std::find_if(w.begin(), w.end(),
-                                       [id](const auto& p) { return p.first == id; });
+                auto it =
+                    std::find_if(w.begin(), w.end(), [id](const auto& p) { return p.first == id; });
                 if (it == w.end())
                     return;
                 auto h = std::move(it->second);
@@ -371,43 +370,42 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     auto req = std::make_shared<request>(connection::make_evalsha(renew_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
-    start_eval(conn_.shared_from_this(), renew_script(), req, *resp,
-               asio::bind_executor(conn_.strand(), [self = shared_from_this(),
-                                                    batch = std::move(batch), req, resp,
-                                                    sent](error_code ec) {
-                   std::vector<bool> renewed;
-                   if (!ec)
-                       ec = decode_renew(*resp, renewed);
-                   if (!ec && renewed.size() != batch.size())
-                       ec = error::unexpected_reply;
-                   const auto now = clock::now();
-                   for (std::size_t i = 0; i < batch.size(); ++i) {
-                       auto& s = *batch[i];
-                       if (!lease_table::contains(s))
-                           continue; // released or lost meanwhile
-                       if (ec) {
-                           self->table_.on_renew_failed(s, now);
-                           self->log().log(logger::level::warning,
-                                           describe(*s.spec) + "renewal failed (" +
-                                               ec.message() + "); retrying until the deadline");
-                       } else if (self->table_.on_renewed(s, sent, now, renewed[i])) {
-                           self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                           self->lose(s, error::lease_lost);
-                       } else {
-                           s.publish_deadline();
-                           self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);
-                       }
-                   }
-                   self->kick(); // re-plan (and stop if nothing is left to watch)
-               }));
+    start_eval(
+        conn_.shared_from_this(), renew_script(), req, *resp,
+        asio::bind_executor(conn_.strand(), [self = shared_from_this(), batch = std::move(batch),
+                                             req, resp, sent](error_code ec) {
+            std::vector<bool> renewed;
+            if (!ec)
+                ec = decode_renew(*resp, renewed);
+            if (!ec && renewed.size() != batch.size())
+                ec = error::unexpected_reply;
+            const auto now = clock::now();
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                auto& s = *batch[i];
+                if (!lease_table::contains(s))
+                    continue; // released or lost meanwhile
+                if (ec) {
+                    self->table_.on_renew_failed(s, now);
+                    self->log().log(logger::level::warning, describe(*s.spec) + "renewal failed (" +
+                                                                ec.message() +
+                                                                "); retrying until the deadline");
+                } else if (self->table_.on_renewed(s, sent, now, renewed[i])) {
+                    self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+                    self->lose(s, error::lease_lost);
+                } else {
+                    s.publish_deadline();
+                    self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);
+                }
+            }
+            self->kick(); // re-plan (and stop if nothing is left to watch)
+        }));
 }
 
 void lock_service::on_connection_stopped() {
     // No renewal can happen any more: every held lease is lost now, and every waiter ends.
     std::vector<std::shared_ptr<lease_state>> held;
-    table_.for_each([&](lease_watch& w) {
-        held.push_back(static_cast<lease_state*>(&w)->shared_from_this());
-    });
+    table_.for_each(
+        [&](lease_watch& w) { held.push_back(static_cast<lease_state*>(&w)->shared_from_this()); });
     for (auto& s : held)
         lose(*s, error::lease_lost);
     std::vector<std::shared_ptr<acquire_op>> waiting;
@@ -422,9 +420,9 @@ void lock_service::on_connection_stopped() {
 lock_stats lock_service::stats() const {
     constexpr auto r = std::memory_order_relaxed;
     const auto& c = stats_;
-    return {c.attempts.load(r),      c.pubsub_wakeups.load(r), c.timer_wakeups.load(r),
-            c.renewals.load(r),      c.renewal_calls.load(r),  c.leases_lost.load(r),
-            c.undos.load(r),         c.leases_held.load(r),    c.waiters.load(r)};
+    return {c.attempts.load(r), c.pubsub_wakeups.load(r), c.timer_wakeups.load(r),
+            c.renewals.load(r), c.renewal_calls.load(r),  c.leases_lost.load(r),
+            c.undos.load(r),    c.leases_held.load(r),    c.waiters.load(r)};
 }
 
 } // namespace corolock::detail

@@ -71,20 +71,21 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
     auto op = std::make_shared<detail::acquire_op>(core_, p, std::move(h));
     auto& strand = spec.conn->strand();
     if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr<detail::acquire_op>(op), strand](asio::cancellation_type) {
-            asio::post(strand, [weak] {
-                if (auto o = weak.lock())
-                    o->cancel();
+        slot.assign(
+            [weak = std::weak_ptr<detail::acquire_op>(op), strand](asio::cancellation_type) {
+                asio::post(strand, [weak] {
+                    if (auto o = weak.lock())
+                        o->cancel();
+                });
             });
-        });
     asio::post(strand, [op = std::move(op)] { op->start(); });
 }
 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return post_completion(std::move(h), spec.conn->executor(),
-                               error_code(error::invalid_name), std::int64_t{0});
+        return post_completion(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
+                               std::int64_t{0});
     auto req = std::make_shared<request>();
     req->push("PTTL", spec.name);
     auto resp = std::make_shared<generic_response>();
@@ -104,8 +105,8 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return post_completion(std::move(h), spec.conn->executor(),
-                               error_code(error::invalid_name), false);
+        return post_completion(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
+                               false);
     const std::string_view keys[] = {spec.name};
     const std::string_view args[] = {spec.channel};
     auto req = std::make_shared<request>(

@@ -51,7 +51,7 @@ struct lock_stats {
     std::uint64_t renewals = 0;       ///< leases renewed by the watchdog
     std::uint64_t renewal_calls = 0;  ///< renew scripts sent (each renews up to 100 leases)
     std::uint64_t leases_lost = 0;
-    std::uint64_t undos = 0;      ///< give-backs of grants nobody waited for, or unknown outcomes
+    std::uint64_t undos = 0;       ///< give-backs of grants nobody waited for, or unknown outcomes
     std::uint64_t leases_held = 0; ///< now
     std::uint64_t waiters = 0;     ///< acquisitions waiting now
 };
@@ -138,8 +138,8 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_force_unlock(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, bool)>(
-            [](auto handler, mutex* self) { self->force_unlock_impl(std::move(handler)); },
-            token, this);
+            [](auto handler, mutex* self) { self->force_unlock_impl(std::move(handler)); }, token,
+            this);
     }
 
 private:

@@ -19,7 +19,7 @@ struct lease_watch {
     clock::duration lease{}; // what every renewal asks for
     clock::duration drift{};
     bool watchdog = true;
-    clock::time_point valid_until{};                          // local end of the lease
+    clock::time_point valid_until{};                           // local end of the lease
     clock::time_point next_renewal = clock::time_point::max(); // watchdog only
     clock::time_point max_hold_at = clock::time_point::max();  // max: no limit
     bool renew_in_flight = false;
@@ -37,7 +37,7 @@ public:
 
     struct plan {
         std::vector<std::pair<lease_watch*, error>> losing; // removed from the table already
-        std::vector<lease_watch*> due;                       // now renewing (in flight)
+        std::vector<lease_watch*> due;                      // now renewing (in flight)
         clock::time_point wake_at = clock::time_point::max();
     };
 

@@ -118,9 +118,9 @@ namespace {
 
 error_code server_failure(const generic_response& resp) {
     if (const auto* e = find_error(resp))
-        return e->value.starts_with("WRONGTYPE") ? error_code(error::wrong_type)
-               : e->value.starts_with("STALE_TOKEN ")   ? error_code(error::stale_token)
-                                                 : error_code(error::server_error);
+        return e->value.starts_with("WRONGTYPE")      ? error_code(error::wrong_type)
+               : e->value.starts_with("STALE_TOKEN ") ? error_code(error::stale_token)
+                                                      : error_code(error::server_error);
     return {};
 }
 
@@ -138,8 +138,7 @@ error_code decode_acquire(const generic_response& resp, acquire_reply& out) {
     if (auto ec = server_failure(resp))
         return ec;
     // Checked before anything else is read: a hostile reply of any size is refused here.
-    if (resp.size() != 3 || resp[0].data_type != resp3::type::array ||
-        resp[0].aggregate_size != 2)
+    if (resp.size() != 3 || resp[0].data_type != resp3::type::array || resp[0].aggregate_size != 2)
         return error::unexpected_reply;
     std::int64_t flag = 0;
     if (!parse_int(resp[1], flag))

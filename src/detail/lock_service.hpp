@@ -90,8 +90,7 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
 
     std::string_view owner_view() const noexcept { return {owner.data(), owner.size()}; }
     void publish_deadline() noexcept {
-        valid_until_view.store(valid_until.time_since_epoch().count(),
-                               std::memory_order_relaxed);
+        valid_until_view.store(valid_until.time_since_epoch().count(), std::memory_order_relaxed);
     }
 };
 
@@ -127,8 +126,8 @@ public:
     lock_stats stats() const;
 
     struct counters {
-        std::atomic<std::uint64_t> attempts{0}, pubsub_wakeups{0}, timer_wakeups{0},
-            renewals{0}, renewal_calls{0}, leases_lost{0}, undos{0}, leases_held{0}, waiters{0};
+        std::atomic<std::uint64_t> attempts{0}, pubsub_wakeups{0}, timer_wakeups{0}, renewals{0},
+            renewal_calls{0}, leases_lost{0}, undos{0}, leases_held{0}, waiters{0};
     } stats_;
 
 private:

@@ -12,9 +12,10 @@ namespace corolock::detail {
 // order. Only the head makes remote attempts, so one release causes one attempt per process.
 //
 // A release message is a *wake-up* for the head. It is kept until the head's next attempt
-// consumes it (`on_attempt`): a message that arrives while the head's attempt is on the wire makes the head
-// try again as soon as that attempt comes back "held", instead of sleeping through its back-off;
-// and a head that leaves without consuming it passes it on to the next head. Pure: no I/O.
+// consumes it (`on_attempt`): a message that arrives while the head's attempt is on the wire makes
+// the head try again as soon as that attempt comes back "held", instead of sleeping through its
+// back-off; and a head that leaves without consuming it passes it on to the next head. Pure: no
+// I/O.
 class waiter_queue {
 public:
     using id = std::uint64_t;

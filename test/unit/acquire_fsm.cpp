@@ -271,8 +271,8 @@ BOOST_FIXTURE_TEST_CASE(unknown_outcome_while_waiting_is_undone_then_retried, fi
 }
 
 BOOST_FIXTURE_TEST_CASE(other_errors_end_the_acquire, fixture) {
-    for (error e : {error::wrong_type, error::server_error, error::not_connected,
-                    error::unexpected_reply}) {
+    for (error e :
+         {error::wrong_type, error::server_error, error::not_connected, error::unexpected_reply}) {
         acquire_fsm f(params());
         f.start(t0, false);
         const auto a = f.on_reply(t0 + 1ms, failed(e), false, false, rng);

@@ -259,29 +259,29 @@ BOOST_AUTO_TEST_CASE(acquire_error_replies) {
 
 BOOST_AUTO_TEST_CASE(acquire_malformed_replies) {
     const char* bad[] = {
-        "",                                  // nothing
-        ":1\r\n",                            // not an array
-        "_\r\n",                             // null
-        "*0\r\n",                            // empty
-        "*1\r\n:1\r\n",                      // too short
-        "*2\r\n:2\r\n:42\r\n",               // flag neither 0 nor 1
-        "*2\r\n:-1\r\n:42\r\n",              // negative flag
-        "*3\r\n:1\r\n:42\r\n:1\r\n",         // extra element (the old nested-count shape)
-        "*3\r\n:0\r\n:5\r\n:1\r\n",          // refused with a third element
-        "*2\r\n:1\r\n:-42\r\n",              // negative token
-        "*2\r\n:1\r\n:0\r\n",                // token 0 (never issued)
-        "*2\r\n$1\r\n1\r\n:42\r\n",          // flag as a string
-        "*2\r\n:1\r\n$2\r\n42\r\n",          // token as a string
-        "*2\r\n:0\r\n$4\r\n1234\r\n",        // TTL as a string
-        "*2\r\n#t\r\n:42\r\n",               // boolean flag
-        "*2\r\n:1\r\n,42\r\n",               // double token
-        "*2\r\n:1\r\n(42\r\n",               // big number token
-        "*2\r\n:0\r\n_\r\n",                 // null TTL
-        "~2\r\n:1\r\n:42\r\n",               // a set
-        ">2\r\n:1\r\n:42\r\n",               // a push
-        "*2\r\n:1\r\n*1\r\n:42\r\n",         // nested aggregate
-        "*2\r\n:1\r\n:42\r\n:1\r\n",         // a second reply after a good one
-        "*2\r\n:0\r\n:1234\r\n+OK\r\n",      // a second reply after a refusal
+        "",                             // nothing
+        ":1\r\n",                       // not an array
+        "_\r\n",                        // null
+        "*0\r\n",                       // empty
+        "*1\r\n:1\r\n",                 // too short
+        "*2\r\n:2\r\n:42\r\n",          // flag neither 0 nor 1
+        "*2\r\n:-1\r\n:42\r\n",         // negative flag
+        "*3\r\n:1\r\n:42\r\n:1\r\n",    // extra element (the old nested-count shape)
+        "*3\r\n:0\r\n:5\r\n:1\r\n",     // refused with a third element
+        "*2\r\n:1\r\n:-42\r\n",         // negative token
+        "*2\r\n:1\r\n:0\r\n",           // token 0 (never issued)
+        "*2\r\n$1\r\n1\r\n:42\r\n",     // flag as a string
+        "*2\r\n:1\r\n$2\r\n42\r\n",     // token as a string
+        "*2\r\n:0\r\n$4\r\n1234\r\n",   // TTL as a string
+        "*2\r\n#t\r\n:42\r\n",          // boolean flag
+        "*2\r\n:1\r\n,42\r\n",          // double token
+        "*2\r\n:1\r\n(42\r\n",          // big number token
+        "*2\r\n:0\r\n_\r\n",            // null TTL
+        "~2\r\n:1\r\n:42\r\n",          // a set
+        ">2\r\n:1\r\n:42\r\n",          // a push
+        "*2\r\n:1\r\n*1\r\n:42\r\n",    // nested aggregate
+        "*2\r\n:1\r\n:42\r\n:1\r\n",    // a second reply after a good one
+        "*2\r\n:0\r\n:1234\r\n+OK\r\n", // a second reply after a refusal
     };
     for (const char* text : bad) {
         BOOST_TEST_CONTEXT("reply " << std::string_view(text).size() << " bytes: " << text) {
@@ -330,8 +330,8 @@ BOOST_AUTO_TEST_CASE(release_replies) {
     BOOST_TEST(corolock::detail::decode_release(wire("-ERR oom\r\n"), released) ==
                error::server_error);
 
-    for (const char* text : {"", ":-1\r\n", ":2\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n",
-                             ",0\r\n", "#f\r\n", "*1\r\n:0\r\n", ":0\r\n:0\r\n", "(0\r\n"}) {
+    for (const char* text : {"", ":-1\r\n", ":2\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n", ",0\r\n",
+                             "#f\r\n", "*1\r\n:0\r\n", ":0\r\n:0\r\n", "(0\r\n"}) {
         BOOST_TEST_CONTEXT("reply " << text) {
             BOOST_TEST(corolock::detail::decode_release(wire(text), released) ==
                        error::unexpected_reply);

@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(an_unconsumed_wake_up_passes_to_the_next_head) {
     waiter_queue q;
     q.push(1);
     q.push(2);
-    q.on_release();          // arrives while 1's attempt is on the wire ...
+    q.on_release();               // arrives while 1's attempt is on the wire ...
     BOOST_TEST(q.erase(1) == 2u); // ... and 1 leaves (granted, cancelled, timed out)
     BOOST_TEST(q.woken(2));       // 2 must try at once
 }
