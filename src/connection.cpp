@@ -355,7 +355,7 @@ awaitable<error_code> connection_impl::handshake() {
             const bool auth = i == 0 && is_auth_error(n->value);
             log_.log(logger::level::error,
                      std::string("handshake refused: ") + std::string(n->value));
-            co_return auth ? error::auth_failed : error::server_error;
+            co_return auth ? error_code(error::auth_failed) : classify_server_error(n->value);
         }
         if (parser_.done()) {
             rbuf_.consume(parser_.consumed());

@@ -22,7 +22,7 @@ response_adapter make_adapter(generic_response& resp) noexcept {
 response_adapter make_adapter(ignore_t) noexcept {
     return {nullptr, [](void*, std::size_t, const resp3::node_view& n, error_code& ec) {
                 if (resp3::is_error(n.data_type) && !ec)
-                    ec = error::server_error;
+                    ec = classify_server_error(n.value);
             }};
 }
 

@@ -119,7 +119,7 @@ error_code server_failure(const generic_response& resp) {
     if (const auto* e = find_error(resp))
         return e->value.starts_with("WRONGTYPE") ? error_code(error::wrong_type)
                : e->value.starts_with("STALE")   ? error_code(error::stale_token)
-                                                 : error_code(error::server_error);
+                                                 : classify_server_error(e->value);
     return {};
 }
 
