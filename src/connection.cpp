@@ -8,7 +8,6 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -47,17 +46,19 @@ public:
     exec_op(const request& req, response_adapter adapter, handler_type h,
             const asio::any_io_executor& fallback)
         : exec_entry(req.payload(), req.size(), req.expected_responses(), adapter),
-          handler_(std::move(h)),
+          handler_(std::move(h)), fallback_(fallback),
           work_(asio::prefer(asio::get_associated_executor(handler_, fallback),
                              asio::execution::outstanding_work.tracked)) {}
 
 private:
     void on_complete(error_code ec, std::size_t n) override {
-        deliver(std::move(handler_), work_, ec, n);
+        // The post holds work on the handler's executor from here on.
+        deliver(std::move(handler_), fallback_, ec, n);
         work_ = {};
     }
 
     handler_type handler_;
+    asio::any_io_executor fallback_;     // the connection's: never-blocking posts go there
     asio::any_completion_executor work_; // keeps the caller's executor from running out of work
 };
 

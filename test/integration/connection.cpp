@@ -559,4 +559,59 @@ BOOST_AUTO_TEST_CASE(cancelling_a_thousand_random_execs_leaves_connection_usable
         60s);
 }
 
+BOOST_AUTO_TEST_CASE(busy_handler_never_stalls_the_connection) {
+    // A handler that hogs its thread must not run inside the connection's strand: replies to
+    // other coroutines keep arriving on the second thread while it spins.
+    redis_process srv;
+    asio::io_context ioc(2);
+    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+    runner run;
+    std::atomic<bool> spinning{false}, stop_counting{false};
+    std::atomic<int> completions{0}, during_spin{0}, failures{0};
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            BOOST_REQUIRE(co_await wait_until_usable(conn, 5s));
+            auto counter = [&]() -> awaitable<void> {
+                request incr;
+                incr.push("INCR", "busy:counter");
+                while (!stop_counting) {
+                    auto [ec, n] = co_await conn.async_exec(incr, corolock::ignore, tuple_deferred);
+                    if (ec) {
+                        ++failures;
+                        co_return;
+                    }
+                    ++completions;
+                    if (spinning)
+                        ++during_spin;
+                }
+            };
+            auto hog = [&]() -> awaitable<void> {
+                while (completions < 10)
+                    co_await sleep_for(1ms);
+                request ping;
+                ping.push("PING");
+                co_await conn.async_exec(ping, corolock::ignore);
+                // The continuation of an exec: spin for ~1 s without yielding.
+                spinning = true;
+                const auto end = std::chrono::steady_clock::now() + 1s;
+                while (std::chrono::steady_clock::now() < end) {
+                }
+                spinning = false;
+                stop_counting = true;
+            };
+            co_await asio::experimental::make_parallel_group(
+                asio::co_spawn(ioc, counter(), asio::deferred),
+                asio::co_spawn(ioc, hog(), asio::deferred))
+                .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+            conn.cancel();
+        }(),
+        30s, 2);
+    BOOST_TEST_MESSAGE("completions while a handler spun: " << during_spin << " of "
+                                                            << completions);
+    BOOST_TEST(failures == 0);
+    BOOST_TEST(during_spin > 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
