@@ -31,6 +31,8 @@ struct response_adapter {
     void* target = nullptr;
     void (*on_node)(void* target, std::size_t index, const resp3::node_view& n,
                     error_code& ec) = nullptr;
+    // The target keeps every node (generic_response): connection_config::max_reply_nodes applies.
+    bool stores_nodes = false;
 
     void operator()(std::size_t index, const resp3::node_view& n, error_code& ec) const {
         if (on_node)

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -66,6 +67,11 @@ public:
     virtual void on_reconnect() {}
     // The connection stopped for good (async_run ended).
     virtual void on_stop() {}
+    // The server refused to subscribe to the channel (error::subscribe_refused; the text is
+    // logged). Final for this listener: the connection does not retry it, not even after a
+    // reconnect, until every listener of the channel is gone. Messages will not come, so state
+    // that waits for one must rely on its own timer.
+    virtual void on_subscribe_failed(error_code /*ec*/) {}
 };
 
 // The byte stream under a connection: TCP, TLS over TCP, or a unix socket.
@@ -174,6 +180,12 @@ private:
     void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,
                          bool front);
 
+public:
+    // A SUBSCRIBE or UNSUBSCRIBE the connection sent for its listeners was refused. Strand only.
+    void on_subscribe_refused(std::string_view command, const std::vector<std::string>& channels,
+                              std::string_view text);
+
+private:
     boost::asio::any_io_executor user_ex_;
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     boost::asio::ssl::context* tls_;
@@ -201,6 +213,7 @@ private:
     std::minstd_rand rng_;
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
+    std::set<std::string, std::less<>> refused_; // channels whose SUBSCRIBE the server refused
     std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
     std::function<void()> stop_hook_;
