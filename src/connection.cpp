@@ -8,7 +8,6 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -46,33 +45,47 @@ public:
 
     exec_op(const request& req, response_adapter adapter, handler_type h,
             const asio::any_io_executor& fallback)
-        : exec_entry(req.payload(), req.size(), req.expected_responses(), adapter),
-          handler_(std::move(h)),
+        : exec_entry(req, adapter), handler_(std::move(h)), fallback_(fallback),
           work_(asio::prefer(asio::get_associated_executor(handler_, fallback),
                              asio::execution::outstanding_work.tracked)) {}
 
 private:
     void on_complete(error_code ec, std::size_t n) override {
-        deliver(std::move(handler_), work_, ec, n);
+        // The post holds work on the handler's executor from here on.
+        deliver(std::move(handler_), fallback_, ec, n);
         work_ = {};
     }
 
     handler_type handler_;
+    asio::any_io_executor fallback_;     // the connection's: never-blocking posts go there
     asio::any_completion_executor work_; // keeps the caller's executor from running out of work
 };
 
-// A request the connection sends for itself and forgets (SUBSCRIBE, UNSUBSCRIBE).
+// A SUBSCRIBE or UNSUBSCRIBE the connection sends for its listeners. Nobody waits for it, but a
+// refusal is reported to the connection (on the strand, from the multiplexer).
 struct owned_request {
     request req;
 };
-class fire_and_forget final : owned_request, public exec_entry {
+class subscribe_op final : owned_request, public exec_entry {
 public:
-    explicit fire_and_forget(request r)
-        : owned_request{std::move(r)},
-          exec_entry(req.payload(), req.size(), req.expected_responses(), {}) {}
+    subscribe_op(request r, std::string command, std::vector<std::string> channels,
+                 std::weak_ptr<connection_impl> conn)
+        : owned_request{std::move(r)}, exec_entry(req, {}), command_(std::move(command)),
+          channels_(std::move(channels)), conn_(std::move(conn)) {}
 
 private:
-    void on_complete(error_code, std::size_t) override {}
+    void on_subscribe_refused(std::string_view text) override { refusal_ = text; }
+    void on_complete(error_code, std::size_t) override {
+        if (refusal_.empty())
+            return;
+        if (auto c = conn_.lock())
+            c->on_subscribe_refused(command_, channels_, refusal_);
+    }
+
+    std::string command_;
+    std::vector<std::string> channels_;
+    std::weak_ptr<connection_impl> conn_;
+    std::string refusal_;
 };
 
 bool is_auth_error(std::string_view text) {
@@ -186,8 +199,9 @@ asio::mutable_buffer read_buffer::prepare(std::size_t min_free) {
 connection_impl::connection_impl(asio::any_io_executor ex, asio::ssl::context* tls,
                                  connection_config cfg, logger log)
     : user_ex_(std::move(ex)), strand_(asio::make_strand(user_ex_)), tls_(tls),
-      cfg_(std::move(cfg)), log_(std::move(log)), parser_(cfg_.limits), writer_timer_(strand_),
-      reaper_timer_(strand_), sleep_timer_(strand_), rng_(std::random_device{}()) {}
+      cfg_(std::move(cfg)), log_(std::move(log)), mpx_(cfg_.max_reply_nodes), parser_(cfg_.limits),
+      writer_timer_(strand_), reaper_timer_(strand_), sleep_timer_(strand_),
+      rng_(std::random_device{}()) {}
 
 connection_stats connection_impl::stats() const noexcept {
     constexpr auto r = std::memory_order_relaxed;
@@ -355,7 +369,7 @@ awaitable<error_code> connection_impl::handshake() {
             const bool auth = i == 0 && is_auth_error(n->value);
             log_.log(logger::level::error,
                      std::string("handshake refused: ") + std::string(n->value));
-            co_return auth ? error::auth_failed : error::server_error;
+            co_return auth ? error_code(error::auth_failed) : classify_server_error(n->value);
         }
         if (parser_.done()) {
             rbuf_.consume(parser_.consumed());
@@ -394,7 +408,9 @@ error_code connection_impl::process_input() {
                 route_ = n->data_type == resp3::type::push ? route::push : route::reply;
         }
         if (!in_attribute_) {
-            if (route_ == route::push)
+            // A message has 4 nodes; keeping one more tells a longer push apart, and bounds the
+            // memory a hostile push can take.
+            if (route_ == route::push && push_nodes_.size() < 5)
                 push_nodes_.push_back(
                     {n->data_type, n->aggregate_size, n->depth, std::string(n->value)});
             else if (auto e = mpx_.on_node(*n))
@@ -518,7 +534,8 @@ void connection_impl::on_connected() {
     log_.log(logger::level::info, reconnect ? "reconnected" : "connected");
     std::vector<std::string> channels;
     for (auto& [channel, ls] : listeners_)
-        channels.push_back(channel);
+        if (!refused_.contains(channel)) // refused: not retried (see push_listener)
+            channels.push_back(channel);
     if (!channels.empty())
         queue_subscribe("SUBSCRIBE", channels, true);
     if (reconnect)
@@ -552,18 +569,43 @@ void connection_impl::queue_subscribe(std::string_view command,
                                       const std::vector<std::string>& channels, bool front) {
     request req;
     req.push_range(command, channels);
-    auto e = std::make_shared<fire_and_forget>(std::move(req));
+    auto e = std::make_shared<subscribe_op>(std::move(req), std::string(command), channels,
+                                            weak_from_this());
     if (front)
         mpx_.add_front(std::move(e));
     else
         add_entry(std::move(e));
 }
 
+void connection_impl::on_subscribe_refused(std::string_view command,
+                                           const std::vector<std::string>& channels,
+                                           std::string_view text) {
+    if (log_.enabled(logger::level::error)) {
+        std::string line = "subscription refused: " + std::string(command);
+        for (const auto& c : channels)
+            line += " " + c;
+        line += ": " + std::string(text);
+        log_.log(logger::level::error, line);
+    }
+    if (command != "SUBSCRIBE")
+        return; // a refused UNSUBSCRIBE leaves nobody waiting
+    for (const auto& channel : channels) {
+        auto it = listeners_.find(channel);
+        if (it == listeners_.end())
+            continue; // every listener left meanwhile
+        refused_.insert(channel);
+        for (auto& l : std::vector(it->second)) // a listener may leave while being told
+            l->on_subscribe_failed(error::subscribe_refused);
+    }
+}
+
 void connection_impl::add_listener(const std::string& channel, std::shared_ptr<push_listener> l) {
     auto& ls = listeners_[channel];
-    ls.push_back(std::move(l));
+    ls.push_back(l);
     if (ls.size() == 1)
         queue_subscribe("SUBSCRIBE", {channel}, false);
+    else if (refused_.contains(channel))
+        l->on_subscribe_failed(error::subscribe_refused);
 }
 
 void connection_impl::remove_listener(const std::string& channel, const push_listener* l) {
@@ -575,7 +617,9 @@ void connection_impl::remove_listener(const std::string& channel, const push_lis
              ls.end());
     if (ls.empty()) {
         listeners_.erase(it);
-        queue_subscribe("UNSUBSCRIBE", {channel}, false);
+        // A refused channel was never subscribed; a later listener may try it again.
+        if (refused_.erase(channel) == 0)
+            queue_subscribe("UNSUBSCRIBE", {channel}, false);
     }
 }
 
@@ -603,6 +647,11 @@ struct subscription_state final : push_listener, std::enable_shared_from_this<su
         if (pending)
             finish(asio::error::operation_aborted);
     }
+    void on_subscribe_failed(error_code ec) override {
+        failed = ec;
+        if (pending)
+            finish(ec);
+    }
     void finish(error_code ec) {
         out = nullptr;
         deliver(std::move(pending), conn->executor(), ec);
@@ -614,6 +663,7 @@ struct subscription_state final : push_listener, std::enable_shared_from_this<su
     std::size_t capacity;
     std::deque<message> queue;
     std::atomic<std::size_t> dropped{0};
+    error_code failed; // the server refused the subscription: receives fail with it
     asio::any_completion_handler<void(error_code)> pending;
     message* out = nullptr;
 };
@@ -682,6 +732,10 @@ void subscription::async_receive_impl(message& out,
         if (st->pending) {
             detail::deliver(std::move(h), st->conn->executor(),
                             error_code(error::operation_in_progress));
+            return;
+        }
+        if (st->failed) {
+            detail::deliver(std::move(h), st->conn->executor(), st->failed);
             return;
         }
         // Not move-assignment: in Boost 1.81 it recurses forever (it copies from an lvalue).

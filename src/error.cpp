@@ -29,7 +29,7 @@ const char* describe(error e) noexcept {
     case error::streamed_not_supported:
         return "RESP3: streamed strings and aggregates are not supported";
     case error::message_too_large:
-        return "reply larger than max_read_size";
+        return "reply larger than max_read_size or with more values than max_reply_nodes";
     case error::unexpected_reply:
         return "reply of an unexpected type or shape";
     case error::server_error:
@@ -38,6 +38,24 @@ const char* describe(error e) noexcept {
         return "authentication failed (HELLO/AUTH refused)";
     case error::wrong_type:
         return "a key of the wrong type exists at the lock's name";
+    case error::subscribe_refused:
+        return "the server refused the subscription (e.g. NOPERM: no rights on the channel)";
+    case error::moved:
+        return "MOVED: the key's slot is served by another cluster node (not executed)";
+    case error::ask:
+        return "ASK: the key's slot is being migrated to another node (not executed)";
+    case error::try_again:
+        return "TRYAGAIN: multi-key command during resharding (not executed)";
+    case error::cluster_down:
+        return "CLUSTERDOWN: the cluster is down (not executed)";
+    case error::readonly:
+        return "READONLY: write command sent to a read-only replica (not executed)";
+    case error::loading:
+        return "LOADING: the server is loading its dataset (not executed)";
+    case error::master_down:
+        return "MASTERDOWN: the replica's link with its master is down (not executed)";
+    case error::no_replicas:
+        return "NOREPLICAS: not enough good replicas to write (not executed)";
     case error::not_connected:
         return "not connected: the connection is stopped, or the request waited longer than "
                "max_wait_for_connection";
@@ -87,7 +105,7 @@ public:
         const auto e = static_cast<error>(ev);
         if (in(e, error::invalid_type_byte, error::unexpected_reply))
             return make_error_condition(condition::protocol_violation);
-        if (in(e, error::server_error, error::wrong_type))
+        if (in(e, error::server_error, error::no_replicas))
             return make_error_condition(condition::server_failure);
         if (in(e, error::not_connected, error::pong_timeout))
             return make_error_condition(condition::connection_failure);
@@ -119,12 +137,17 @@ public:
             return "invalid argument";
         case condition::server_failure:
             return "server failure";
+        case condition::not_executed:
+            return "the server refused the command before running it (safe to send again)";
         }
         return "unknown corolock condition";
     }
     bool equivalent(const boost::system::error_code& code, int cond) const noexcept override {
-        if (code.category() == corolock::error_category())
+        if (code.category() == corolock::error_category()) {
+            if (static_cast<condition>(cond) == condition::not_executed)
+                return in(static_cast<error>(code.value()), error::moved, error::no_replicas);
             return code.default_error_condition() == boost::system::error_condition(cond, *this);
+        }
         // Socket-level failures are connection failures too; a cancellation is not.
         if (static_cast<condition>(cond) == condition::connection_failure)
             return code != boost::asio::error::operation_aborted &&
@@ -156,6 +179,30 @@ std::ostream& operator<<(std::ostream& os, error e) {
 
 std::ostream& operator<<(std::ostream& os, condition c) {
     return os << condition_category().message(static_cast<int>(c));
+}
+
+error_code classify_server_error(std::string_view text) noexcept {
+    struct entry {
+        std::string_view prefix;
+        error code;
+    };
+    static constexpr entry table[] = {
+        {"MOVED", error::moved},
+        {"ASK", error::ask},
+        {"TRYAGAIN", error::try_again},
+        {"CLUSTERDOWN", error::cluster_down},
+        {"READONLY", error::readonly},
+        {"LOADING", error::loading},
+        {"MASTERDOWN", error::master_down},
+        {"NOREPLICAS", error::no_replicas},
+        {"WRONGTYPE", error::wrong_type},
+    };
+    // The error code is the first word (up to a space or the end): "ASKING" is not "ASK".
+    const auto word = text.substr(0, text.find(' '));
+    for (const auto& e : table)
+        if (word == e.prefix)
+            return e.code;
+    return error::server_error;
 }
 
 bool is_connection_error(const error_code& ec) noexcept {

@@ -43,8 +43,19 @@ struct connection_config {
     /// `error::not_connected` (0: wait until async_run ends).
     std::chrono::steady_clock::duration max_wait_for_connection = std::chrono::seconds(5);
 
-    /// Largest single reply (bytes) accepted; a bigger one is a protocol error.
-    std::size_t max_read_size = 512u * 1024u * 1024u;
+    /// Largest single reply (bytes) accepted; a bigger one is a protocol error that drops the
+    /// connection (the stream cannot be resynchronised without reading it). A reply is buffered
+    /// whole before it is consumed, so this is the read buffer's bound too: 64 MiB is far above
+    /// anything a lock or a typical command needs, while 512 MiB (Redis' own bulk limit) let a
+    /// confused or hostile server make every connection hold half a gigabyte.
+    std::size_t max_read_size = 64u * 1024u * 1024u;
+    /// Most values (RESP3 nodes) one reply may put into a `generic_response` (0: no limit).
+    /// A node costs about 64 bytes plus its text but can take 3 bytes on the wire (`_\r\n`),
+    /// so without it a reply within max_read_size could cost ~20 times its size. Past the limit
+    /// the request fails with `error::message_too_large` (the response keeps the nodes before
+    /// it); the rest of the reply is read and dropped and the connection stays up. 256 Ki nodes
+    /// bound the nodes of one reply to about 16 MiB.
+    std::size_t max_reply_nodes = 256u * 1024u;
     resp3::parser_limits limits;
     /// Messages buffered per subscription for a slow reader; beyond it the oldest is dropped
     /// (and counted), so replies never wait for a push consumer.

@@ -69,7 +69,10 @@ public:
     /// Executor: completes on the token's associated executor (else the connection's).
     /// Cancellation: terminal, partial and total (no message is lost when cancelled).
     /// Errors: `boost::asio::error::operation_aborted` when cancelled or when the connection
-    /// stops for good.
+    /// stops for good; `error::subscribe_refused` when the server refused the SUBSCRIBE (e.g.
+    /// NOPERM: the ACL user has no rights on the channel; the server's text goes to the
+    /// connection's logger). That failure is final for this object: the connection does not
+    /// retry it. Messages buffered before it are still delivered first.
     /// Thread safety: one receive at a time per subscription.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_receive(message& out, CompletionToken&& token = {}) {
@@ -142,7 +145,11 @@ public:
     /// terminal and partial after (it completes at once; its reply will be read and dropped).
     /// Errors: `not_connected` (waited longer than max_wait_for_connection, or the connection is
     /// stopped), `connection_lost` (written, no reply: the outcome on the server is unknown; it is
-    /// never re-sent), protocol errors, `server_error` for an error reply with `ignore`.
+    /// never re-sent), protocol errors, `message_too_large` (a reply longer than max_read_size,
+    /// which drops the connection, or with more than max_reply_nodes values into a
+    /// `generic_response`, which does not), and with `ignore` the code of the first error reply
+    /// (`classify_server_error`: `server_error`, `wrong_type`, a `condition::not_executed` code,
+    /// or `subscribe_refused` for a refused subscription command).
     template <class Response, class CompletionToken = boost::asio::deferred_t>
     auto async_exec(const request& req, Response& resp, CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(

@@ -5,6 +5,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <iosfwd>
+#include <string_view>
 #include <type_traits>
 
 namespace corolock {
@@ -23,13 +24,24 @@ enum class error {
     bulk_too_long,         ///< a blob is longer than parser_limits::max_bulk_length
     aggregate_too_large, ///< an aggregate has more elements than parser_limits::max_aggregate_size
     streamed_not_supported, ///< a streamed string or aggregate (`$?`, `*?`); see doc/design.md
-    message_too_large,      ///< one reply exceeds connection_config::max_read_size
+    message_too_large,      ///< one reply exceeds connection_config::max_read_size or
+                            ///< connection_config::max_reply_nodes
     unexpected_reply,       ///< a reply has a shape the caller did not expect
 
     // Server replies (condition::server_failure)
-    server_error, ///< the server answered with an error reply; its text is in the response
-    auth_failed,  ///< HELLO/AUTH was refused (wrong user or password)
-    wrong_type,   ///< a key exists with a type the operation cannot use (left untouched)
+    server_error,      ///< the server answered with an error reply; its text is in the response
+    auth_failed,       ///< HELLO/AUTH was refused (wrong user or password)
+    wrong_type,        ///< a key exists with a type the operation cannot use (left untouched)
+    subscribe_refused, ///< SUBSCRIBE (or a sibling) was refused, e.g. NOPERM; text in the log
+    // Refused before running (also condition::not_executed): sending again is safe.
+    moved,        ///< MOVED: the key's slot is served by another cluster node
+    ask,          ///< ASK: the key's slot is migrating; ask the named node
+    try_again,    ///< TRYAGAIN: a multi-key command during resharding
+    cluster_down, ///< CLUSTERDOWN: the cluster cannot serve the slot
+    readonly,     ///< READONLY: a write sent to a replica
+    loading,      ///< LOADING: the server is loading its dataset
+    master_down,  ///< MASTERDOWN: a replica lost its master (replica-serve-stale-data no)
+    no_replicas,  ///< NOREPLICAS: fewer good replicas than min-replicas-to-write
 
     // Connection (condition::connection_failure)
     not_connected,   ///< a request waited longer than connection_config::max_wait_for_connection
@@ -60,6 +72,9 @@ enum class condition {
     protocol_violation,
     invalid_argument,
     server_failure,
+    /// The server refused the command before running it; the only errors after which a command
+    /// may be sent again. `connection_lost` is never one of them: its outcome is unknown.
+    not_executed,
 };
 
 const boost::system::error_category& error_category() noexcept;
@@ -74,6 +89,11 @@ inline boost::system::error_condition make_error_condition(condition c) noexcept
 
 std::ostream& operator<<(std::ostream& os, error e);
 std::ostream& operator<<(std::ostream& os, condition c);
+
+/// The code for a server's error reply, from its text (`MOVED 3999 127.0.0.1:6381`, `LOADING
+/// ...`): one of the codes of condition::not_executed, `wrong_type` for WRONGTYPE, else
+/// `server_error`. Only the first word counts. Pure; the text itself stays in the response.
+error_code classify_server_error(std::string_view error_text) noexcept;
 
 /// True when the error means the connection had to be re-established (the request's outcome on
 /// the server may be unknown).

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace corolock {
 
@@ -41,8 +42,12 @@ struct request_access;
 /// One or more Redis commands sent together (a pipeline). The payload is serialised when a
 /// command is pushed, so a request can be executed many times at no extra cost.
 ///
-/// Replies to SUBSCRIBE-family commands arrive as RESP3 pushes, not replies: such commands add
-/// nothing to `expected_responses()`. Prefer `connection::subscribe`, which also re-subscribes
+/// SUBSCRIBE-family commands are confirmed by RESP3 pushes, not replies, but a refusal (e.g.
+/// `-NOPERM` for a channel the ACL user may not use) is an error reply. So that such a refusal can
+/// never be taken for the reply of a later command, a `PING` is written right behind each of
+/// them, and the command counts as one reply: the PONG when the server accepted it, or the error
+/// reply that refused it (the PONG that follows it is dropped). An exec with `ignore` then fails
+/// with `error::subscribe_refused`. Prefer `connection::subscribe`, which also re-subscribes
 /// after a reconnect.
 class request {
 public:
@@ -67,14 +72,17 @@ public:
 
     /// Number of commands.
     std::size_t size() const noexcept { return commands_; }
-    /// Number of replies the server will send (commands minus subscription commands).
+    /// Number of replies the request gets: one per command (see above for subscriptions).
     std::size_t expected_responses() const noexcept { return expected_; }
+    /// Positions among the replies of those that answer a subscription command, in order.
+    const std::vector<std::size_t>& subscription_replies() const noexcept { return guards_; }
     bool empty() const noexcept { return commands_ == 0; }
     /// The serialised commands.
     std::string_view payload() const noexcept { return payload_; }
 
     void clear() noexcept {
         payload_.clear();
+        guards_.clear();
         commands_ = expected_ = 0;
     }
     void reserve(std::size_t bytes) { payload_.reserve(bytes); }
@@ -96,11 +104,17 @@ private:
     }
     void count(std::string_view cmd) {
         ++commands_;
-        if (!detail::is_subscription_command(cmd))
-            ++expected_;
+        if (detail::is_subscription_command(cmd)) {
+            // The guard: its PONG (RESP3 answers PING in subscribed mode too) ends the slot.
+            resp3::add_header(payload_, resp3::type::array, 1);
+            resp3::add_blob(payload_, "PING");
+            guards_.push_back(expected_);
+        }
+        ++expected_;
     }
 
     std::string payload_;
+    std::vector<std::size_t> guards_;
     std::size_t commands_ = 0;
     std::size_t expected_ = 0;
 };

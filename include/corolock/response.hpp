@@ -16,7 +16,8 @@ namespace corolock {
 /// gets a server error still succeeds, and the caller inspects the nodes.
 using generic_response = std::vector<resp3::node>;
 
-/// Discards the replies. An error reply fails the exec with `error::server_error`.
+/// Discards the replies. An error reply fails the exec with `classify_server_error(text)`:
+/// `server_error`, or a more precise code (`moved`, `loading`, ..., `wrong_type`).
 struct ignore_t {};
 inline constexpr ignore_t ignore{};
 
@@ -30,6 +31,8 @@ struct response_adapter {
     void* target = nullptr;
     void (*on_node)(void* target, std::size_t index, const resp3::node_view& n,
                     error_code& ec) = nullptr;
+    // The target keeps every node (generic_response): connection_config::max_reply_nodes applies.
+    bool stores_nodes = false;
 
     void operator()(std::size_t index, const resp3::node_view& n, error_code& ec) const {
         if (on_node)

@@ -11,13 +11,15 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <atomic>
 #include <functional>
@@ -25,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -33,14 +36,25 @@
 namespace corolock::detail {
 
 // Completes `handler` with `args` on its associated executor (else `fallback`), clearing its
-// cancellation slot first. Callers are always continuations, never the initiating function.
+// cancellation slot first. Always a post, never a dispatch: callers run on the connection's
+// strand, and a dispatch onto an executor whose thread is the strand's (an io_context run by
+// this thread) would run user code inside the strand, where a busy handler stalls every reply.
+// The executor of an erased handler (any_completion_executor) cannot be required never-blocking,
+// so the post goes to `fallback` (or the system executor if that cannot either), whose work
+// dispatcher then dispatches to the handler's executor, holding work on it meanwhile.
 template <class Handler, class Executor, class... Args>
 void deliver(Handler&& handler, const Executor& fallback, Args... args) {
     auto ex = boost::asio::get_associated_executor(handler, fallback);
-    boost::asio::dispatch(ex, [h = std::forward<Handler>(handler), args...]() mutable {
-        boost::asio::get_associated_cancellation_slot(h).clear();
-        std::move(h)(args...);
-    });
+    auto fn = boost::asio::bind_executor(
+        std::move(ex), [h = std::forward<Handler>(handler), args...]() mutable {
+            boost::asio::get_associated_cancellation_slot(h).clear();
+            std::move(h)(args...);
+        });
+    if constexpr (boost::asio::can_require<Executor,
+                                           boost::asio::execution::blocking_t::never_t>::value)
+        boost::asio::post(fallback, std::move(fn));
+    else
+        boost::asio::post(boost::asio::system_executor(), std::move(fn));
 }
 
 // Receives pub/sub messages of one channel, on the connection's strand. Must not block.
@@ -53,6 +67,11 @@ public:
     virtual void on_reconnect() {}
     // The connection stopped for good (async_run ended).
     virtual void on_stop() {}
+    // The server refused to subscribe to the channel (error::subscribe_refused; the text is
+    // logged). Final for this listener: the connection does not retry it, not even after a
+    // reconnect, until every listener of the channel is gone. Messages will not come, so state
+    // that waits for one must rely on its own timer.
+    virtual void on_subscribe_failed(error_code /*ec*/) {}
 };
 
 // The byte stream under a connection: TCP, TLS over TCP, or a unix socket.
@@ -161,6 +180,12 @@ private:
     void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,
                          bool front);
 
+public:
+    // A SUBSCRIBE or UNSUBSCRIBE the connection sent for its listeners was refused. Strand only.
+    void on_subscribe_refused(std::string_view command, const std::vector<std::string>& channels,
+                              std::string_view text);
+
+private:
     boost::asio::any_io_executor user_ex_;
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     boost::asio::ssl::context* tls_;
@@ -188,6 +213,7 @@ private:
     std::minstd_rand rng_;
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
+    std::set<std::string, std::less<>> refused_; // channels whose SUBSCRIBE the server refused
     std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
     std::function<void()> stop_hook_;

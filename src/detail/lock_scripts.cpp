@@ -118,9 +118,8 @@ namespace {
 
 error_code server_failure(const generic_response& resp) {
     if (const auto* e = find_error(resp))
-        return e->value.starts_with("WRONGTYPE")      ? error_code(error::wrong_type)
-               : e->value.starts_with("STALE_TOKEN ") ? error_code(error::stale_token)
-                                                      : error_code(error::server_error);
+        return e->value.starts_with("STALE_TOKEN ") ? error_code(error::stale_token)
+                                                    : classify_server_error(e->value);
     return {};
 }
 

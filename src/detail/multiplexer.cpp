@@ -52,8 +52,29 @@ error_code multiplexer::on_node(const resp3::node_view& n) {
     if (in_flight_.empty())
         return error::unexpected_reply;
     auto& head = *in_flight_.front();
-    if (!head.completed_)
-        head.adapter_(head.replies_, n, head.adapter_ec_);
+    using guard = exec_entry::guard_state;
+    if (head.guard_ == guard::skip_pong)
+        return {};
+    const bool refusal = n.depth == 0 && resp3::is_error(n.data_type) && head.at_guard();
+    if (refusal) {
+        head.guard_ = guard::refusal;
+        if (!head.completed_)
+            head.on_subscribe_refused(n.value);
+    }
+    if (head.completed_ || head.overflow_)
+        return {};
+    if (max_reply_nodes_ != 0 && head.adapter_.stores_nodes &&
+        ++head.reply_nodes_ > max_reply_nodes_) {
+        // Memory for one reply is bounded before its shape is known; the rest is read and
+        // dropped, so later replies still reach their own requests.
+        head.overflow_ = true;
+        head.adapter_ec_ = error::message_too_large;
+        return {};
+    }
+    const bool had_error = static_cast<bool>(head.adapter_ec_);
+    head.adapter_(head.replies_, n, head.adapter_ec_);
+    if (refusal && !had_error && head.adapter_ec_)
+        head.adapter_ec_ = error::subscribe_refused;
     return {};
 }
 
@@ -61,7 +82,15 @@ void multiplexer::on_reply_end(std::size_t bytes) {
     if (in_flight_.empty())
         return;
     auto& head = *in_flight_.front();
+    using guard = exec_entry::guard_state;
     head.bytes_read_ += bytes;
+    head.reply_nodes_ = 0;
+    if (head.guard_ == guard::refusal) {
+        // The refusal stands for the command's reply, but the guard's PONG is still to come.
+        head.guard_ = guard::skip_pong;
+        return;
+    }
+    head.guard_ = guard::none;
     if (++head.replies_ < head.expected_)
         return;
     auto e = std::move(in_flight_.front());

@@ -3,14 +3,17 @@
 #define COROLOCK_SRC_DETAIL_MULTIPLEXER_HPP
 
 #include <corolock/error.hpp>
+#include <corolock/request.hpp>
 #include <corolock/resp3/type.hpp>
 #include <corolock/response.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +30,12 @@ public:
                response_adapter adapter, clock::time_point enqueued = clock::now()) noexcept
         : payload_(payload), commands_(commands), expected_(expected), adapter_(adapter),
           enqueued_(enqueued) {}
+    // With the request's subscription guards (see request): `req` must outlive the entry.
+    exec_entry(const request& req, response_adapter adapter,
+               clock::time_point enqueued = clock::now()) noexcept
+        : exec_entry(req.payload(), req.size(), req.expected_responses(), adapter, enqueued) {
+        guards_ = req.subscription_replies();
+    }
     virtual ~exec_entry() = default;
     exec_entry(const exec_entry&) = delete;
     exec_entry& operator=(const exec_entry&) = delete;
@@ -38,6 +47,9 @@ public:
 protected:
     // Called exactly once, after the multiplexer has let go of the entry's state.
     virtual void on_complete(error_code ec, std::size_t bytes_read) = 0;
+    // A subscription command of this request was refused with this error text (before
+    // on_complete; not after a cancellation).
+    virtual void on_subscribe_refused(std::string_view /*text*/) {}
 
 private:
     friend class multiplexer;
@@ -48,14 +60,23 @@ private:
         on_complete(ec, bytes_read_);
     }
 
-    std::string_view payload_; // valid until the entry completes
+    bool at_guard() const noexcept {
+        return !guards_.empty() && std::binary_search(guards_.begin(), guards_.end(), replies_);
+    }
+
+    std::string_view payload_;            // valid until the entry completes
+    std::span<const std::size_t> guards_; // replies that answer a subscription command
     std::size_t commands_;
     std::size_t expected_;
     response_adapter adapter_;
     clock::time_point enqueued_;
     std::size_t replies_ = 0;
     std::size_t bytes_read_ = 0;
+    std::size_t reply_nodes_ = 0; // of the reply being read
     error_code adapter_ec_;
+    // At a guard slot: an error reply refused the subscription; the PONG behind it is dropped.
+    enum class guard_state { none, refusal, skip_pong } guard_ = guard_state::none;
+    bool overflow_ = false; // a reply passed max_reply_nodes: the rest of the entry is dropped
     bool written_ = false;
     bool completed_ = false; // a cancelled written entry completes before its reply arrives
 };
@@ -66,6 +87,12 @@ private:
 class multiplexer {
 public:
     using entry_ptr = std::shared_ptr<exec_entry>;
+
+    // `max_reply_nodes`: most nodes one reply may put into a response that stores them (0: no
+    // limit). Past it the request fails with error::message_too_large; the reply is still read
+    // and dropped, so the stream stays in step.
+    explicit multiplexer(std::size_t max_reply_nodes = 0) noexcept
+        : max_reply_nodes_(max_reply_nodes) {}
 
     // Queues a request behind every other waiting one.
     void add(entry_ptr e);
@@ -85,6 +112,8 @@ public:
 
     // A node of a reply (pushes never come here). Fails when no request awaits a reply,
     // which means the stream is out of step with the queue and the connection must be dropped.
+    // At a subscription's guard slot, an error reply is the subscription's refusal (recorded,
+    // and the guard's PONG that follows it is dropped), anything else is the PONG.
     error_code on_node(const resp3::node_view& n);
     // The reply whose nodes were just fed is complete; `bytes` is its size on the wire.
     void on_reply_end(std::size_t bytes);
@@ -102,6 +131,7 @@ public:
     void fail_all(error_code ec);
 
 private:
+    std::size_t max_reply_nodes_;
     std::deque<entry_ptr> waiting_;
     std::deque<entry_ptr> in_flight_; // written, awaiting replies, in order
     std::vector<entry_ptr> no_reply_; // written in the current buffer, expecting no reply

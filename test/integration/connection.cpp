@@ -15,11 +15,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -68,6 +71,36 @@ awaitable<bool> wait_until_usable(corolock::connection& conn,
         co_await sleep_for(20ms);
     }
     co_return false;
+}
+
+// `workers` coroutines at once, each SET/GET of its own key and INCR of its own counter
+// (`rounds` times); returns how many replies were not the ones their request asked for.
+awaitable<int> interleaved_requests(corolock::connection& conn, std::string tag, int workers = 20,
+                                    int rounds = 5) {
+    auto ex = co_await asio::this_coro::executor;
+    std::atomic<int> wrong{0};
+    auto worker = [&](int id) -> awaitable<void> {
+        const std::string key = tag + ":k:" + std::to_string(id);
+        const std::string counter = tag + ":c:" + std::to_string(id);
+        for (int i = 1; i <= rounds; ++i) {
+            const std::string value = tag + "-" + std::to_string(id * 100 + i);
+            request req;
+            req.push("SET", key, value);
+            req.push("GET", key);
+            req.push("INCR", counter);
+            generic_response resp;
+            auto [ec, n] = co_await conn.async_exec(req, resp, tuple_deferred);
+            if (ec || resp.size() != 3 || resp[0].value != "OK" || resp[1].value != value ||
+                resp[2].value != std::to_string(i))
+                ++wrong;
+        }
+    };
+    std::vector<decltype(asio::co_spawn(ex, worker(0), asio::deferred))> ops;
+    for (int id = 0; id < workers; ++id)
+        ops.push_back(asio::co_spawn(ex, worker(id), asio::deferred));
+    co_await asio::experimental::make_parallel_group(std::move(ops))
+        .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+    co_return wrong.load();
 }
 
 } // namespace
@@ -557,6 +590,151 @@ BOOST_AUTO_TEST_CASE(cancelling_a_thousand_random_execs_leaves_connection_usable
             conn.cancel();
         }(),
         60s);
+}
+
+BOOST_AUTO_TEST_CASE(busy_handler_never_stalls_the_connection) {
+    // A handler that hogs its thread must not run inside the connection's strand: replies to
+    // other coroutines keep arriving on the second thread while it spins.
+    redis_process srv;
+    asio::io_context ioc(2);
+    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+    runner run;
+    std::atomic<bool> spinning{false}, stop_counting{false};
+    std::atomic<int> completions{0}, during_spin{0}, failures{0};
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            BOOST_REQUIRE(co_await wait_until_usable(conn, 5s));
+            auto counter = [&]() -> awaitable<void> {
+                request incr;
+                incr.push("INCR", "busy:counter");
+                while (!stop_counting) {
+                    auto [ec, n] = co_await conn.async_exec(incr, corolock::ignore, tuple_deferred);
+                    if (ec) {
+                        ++failures;
+                        co_return;
+                    }
+                    ++completions;
+                    if (spinning)
+                        ++during_spin;
+                }
+            };
+            auto hog = [&]() -> awaitable<void> {
+                while (completions < 10)
+                    co_await sleep_for(1ms);
+                request ping;
+                ping.push("PING");
+                co_await conn.async_exec(ping, corolock::ignore);
+                // The continuation of an exec: spin for ~1 s without yielding.
+                spinning = true;
+                const auto end = std::chrono::steady_clock::now() + 1s;
+                while (std::chrono::steady_clock::now() < end) {
+                }
+                spinning = false;
+                stop_counting = true;
+            };
+            co_await asio::experimental::make_parallel_group(
+                asio::co_spawn(ioc, counter(), asio::deferred),
+                asio::co_spawn(ioc, hog(), asio::deferred))
+                .async_wait(asio::experimental::wait_for_all(), asio::deferred);
+            conn.cancel();
+        }(),
+        30s, 2);
+    BOOST_TEST_MESSAGE("completions while a handler spun: " << during_spin << " of "
+                                                            << completions);
+    BOOST_TEST(failures == 0);
+    BOOST_TEST(during_spin > 0);
+}
+
+BOOST_AUTO_TEST_CASE(refused_subscription_fails_clearly_and_never_shifts_replies) {
+    // Redis 7 gives a new ACL user no channel rights (acl-pubsub-default resetchannels): its
+    // SUBSCRIBE is answered -NOPERM, an error reply, not a push. `&ok:*` allows one family.
+    redis_process srv({"--user", "app", "on", ">pw", "~*", "&ok:*", "+@all"});
+    asio::io_context ioc;
+    auto cfg = config_for(srv);
+    cfg.username = "app";
+    cfg.password = "pw";
+    std::mutex log_mutex;
+    std::vector<std::string> lines;
+    corolock::logger log{corolock::logger::level::warning,
+                         [&](corolock::logger::level, std::string_view line) {
+                             std::lock_guard<std::mutex> g(log_mutex);
+                             lines.emplace_back(line);
+                         }};
+    corolock::connection conn(ioc.get_executor(), cfg, log);
+    runner run;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            BOOST_REQUIRE(co_await wait_until_usable(conn, 5s));
+            BOOST_TEST(co_await interleaved_requests(conn, "before") == 0);
+
+            // The SUBSCRIBE goes out in the same write as the requests behind it.
+            auto denied = conn.subscribe("secret");
+            auto allowed = conn.subscribe("ok:1");
+            BOOST_TEST(co_await interleaved_requests(conn, "with") == 0);
+            corolock::message msg;
+            auto [rec] = co_await denied.async_receive(msg, tuple_deferred);
+            BOOST_TEST(rec == error::subscribe_refused);
+            BOOST_TEST(error_code(rec) == corolock::condition::server_failure);
+            // Final: a second receive fails at once, with no second SUBSCRIBE.
+            auto [rec2] = co_await denied.async_receive(msg, tuple_deferred);
+            BOOST_TEST(rec2 == error::subscribe_refused);
+
+            // The permitted one works on the same connection.
+            BOOST_TEST(srv.command({"PUBLISH", "ok:1", "hello"}) == ":1\r\n");
+            auto [aec] = co_await allowed.async_receive(msg, tuple_deferred);
+            BOOST_TEST(!aec);
+            BOOST_TEST(msg.payload == "hello");
+
+            // A SUBSCRIBE in a user's request: its slot holds the refusal; nothing shifts.
+            request mixed;
+            mixed.push("SET", "mixed", "1");
+            mixed.push("SUBSCRIBE", "secret2");
+            mixed.push("INCR", "mixed");
+            generic_response mresp;
+            auto [mec, mn] = co_await conn.async_exec(mixed, mresp, tuple_deferred);
+            BOOST_TEST(!mec);
+            BOOST_REQUIRE(mresp.size() == 3u);
+            BOOST_TEST(mresp[0].value == "OK");
+            BOOST_TEST(mresp[1].value.starts_with("NOPERM"));
+            BOOST_TEST(mresp[2].value == "2");
+            request sub_only;
+            sub_only.push("SUBSCRIBE", "secret3");
+            auto [iec, in] = co_await conn.async_exec(sub_only, corolock::ignore, tuple_deferred);
+            BOOST_TEST(iec == error::subscribe_refused);
+            BOOST_TEST(co_await interleaved_requests(conn, "after") == 0);
+
+            // After a reconnect: the refused channel is not retried, the allowed one is.
+            srv.restart();
+            BOOST_REQUIRE(co_await wait_until_usable(conn, 10s));
+            auto denied_again = conn.subscribe("secret4");
+            BOOST_TEST(co_await interleaved_requests(conn, "reconnected") == 0);
+            auto [rec3] = co_await denied_again.async_receive(msg, tuple_deferred);
+            BOOST_TEST(rec3 == error::subscribe_refused);
+            BOOST_TEST(srv.command({"PUBLISH", "ok:1", "again"}) == ":1\r\n");
+            auto [aec2] = co_await allowed.async_receive(msg, tuple_deferred);
+            BOOST_TEST(!aec2);
+            BOOST_TEST(msg.payload == "again");
+            BOOST_TEST(co_await interleaved_requests(conn, "end") == 0);
+            conn.cancel();
+        }(),
+        60s);
+    std::lock_guard<std::mutex> g(log_mutex);
+    int refusals = 0;
+    for (const auto& l : lines) {
+        BOOST_TEST_MESSAGE("log: " << l);
+        if (l.starts_with("subscription refused: SUBSCRIBE "))
+            ++refusals;
+    }
+    // secret, then secret4 after the reconnect: once each, never retried.
+    BOOST_TEST(refusals == 2);
+    BOOST_TEST(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+                   return l == "subscription refused: SUBSCRIBE secret: NOPERM this user has no "
+                               "permissions to access one of the channels used as arguments";
+               }) == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -23,8 +23,7 @@ namespace {
 class recorder final : public exec_entry {
 public:
     recorder(const request& req, generic_response& resp, clock::time_point t = clock::now())
-        : exec_entry(req.payload(), req.size(), req.expected_responses(),
-                     corolock::detail::make_adapter(resp), t) {}
+        : exec_entry(req, corolock::detail::make_adapter(resp), t) {}
 
     int calls = 0;
     error_code ec;
@@ -101,17 +100,158 @@ BOOST_FIXTURE_TEST_CASE(unsolicited_reply_is_an_error, fixture) {
     BOOST_TEST(mpx.on_node(simple("X")) == error::unexpected_reply);
 }
 
-BOOST_FIXTURE_TEST_CASE(subscription_completes_after_the_write, fixture) {
+BOOST_FIXTURE_TEST_CASE(subscription_waits_for_its_guard_pong, fixture) {
+    BOOST_TEST(sub.expected_responses() == 1u);
+    BOOST_TEST(sub.payload().ends_with("*1\r\n$4\r\nPING\r\n"));
     auto s = make(sub, rs), a = make(get_a, ra);
     mpx.add(s);
     mpx.add(a);
     std::size_t commands = 0;
     mpx.prepare_write(commands);
-    BOOST_TEST(s->calls == 0);
     mpx.commit_write();
+    BOOST_TEST(s->calls == 0);
+    BOOST_TEST(mpx.in_flight() == 2u);
+    BOOST_TEST(!mpx.on_node(simple("PONG")));
+    mpx.on_reply_end(7);
     BOOST_TEST(s->calls == 1);
     BOOST_TEST(!s->ec);
-    BOOST_TEST(mpx.in_flight() == 1u); // only GET awaits a reply
+    BOOST_TEST(!mpx.on_node(simple("A")));
+    mpx.on_reply_end(4);
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(ra.at(0).value == "A");
+}
+
+namespace {
+// Feeds one top-level reply of one node.
+void reply(multiplexer& mpx, resp3::type t, std::string_view v) {
+    BOOST_TEST(!mpx.on_node({t, 1, 0, v}));
+    mpx.on_reply_end(v.size() + 3);
+}
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(refused_subscription_never_shifts_replies, fixture) {
+    // GET a | SUBSCRIBE chan + PING, GET z | GET b, GET c
+    request mixed;
+    mixed.push("SUBSCRIBE", "chan");
+    mixed.push("GET", "z");
+    generic_response rm;
+    auto a = make(get_a, ra), m = make(mixed, rm), b = make(get_b, rb);
+    mpx.add(a);
+    mpx.add(m);
+    mpx.add(b);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    mpx.commit_write();
+    reply(mpx, resp3::type::simple_string, "A");
+    reply(mpx, resp3::type::simple_error, "NOPERM no channel rights");
+    BOOST_TEST(m->calls == 0);
+    reply(mpx, resp3::type::simple_string, "PONG"); // the guard's: dropped
+    reply(mpx, resp3::type::blob_string, "Z");
+    BOOST_TEST(m->calls == 1);
+    BOOST_TEST(!m->ec); // a generic_response keeps error replies as nodes
+    BOOST_REQUIRE(rm.size() == 2u);
+    BOOST_TEST(rm[0].value == "NOPERM no channel rights");
+    BOOST_TEST(rm[1].value == "Z");
+    reply(mpx, resp3::type::simple_string, "B");
+    reply(mpx, resp3::type::simple_string, "C");
+    BOOST_TEST(b->calls == 1);
+    BOOST_REQUIRE(rb.size() == 2u);
+    BOOST_TEST(rb[0].value == "B");
+    BOOST_TEST(rb[1].value == "C");
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(ra.at(0).value == "A");
+}
+
+BOOST_FIXTURE_TEST_CASE(refused_subscription_with_ignore_fails_clearly, fixture) {
+    struct ign final : exec_entry {
+        explicit ign(const request& r)
+            : exec_entry(r, corolock::detail::make_adapter(corolock::ignore)) {}
+        error_code ec;
+        std::string refusal;
+        int calls = 0;
+        void on_subscribe_refused(std::string_view t) override { refusal = t; }
+        void on_complete(error_code e, std::size_t) override {
+            ec = e;
+            ++calls;
+        }
+    };
+    request two;
+    two.push("SUBSCRIBE", "x", "y");
+    two.push("UNSUBSCRIBE", "w");
+    auto e = std::make_shared<ign>(two), a = std::make_shared<ign>(get_a);
+    mpx.add(e);
+    mpx.add(a);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    reply(mpx, resp3::type::simple_error, "NOPERM x");
+    reply(mpx, resp3::type::simple_string, "PONG");
+    reply(mpx, resp3::type::simple_string, "PONG"); // UNSUBSCRIBE accepted
+    BOOST_TEST(e->calls == 1);
+    BOOST_TEST(e->ec == error::subscribe_refused);
+    BOOST_TEST(e->refusal == "NOPERM x");
+    reply(mpx, resp3::type::simple_string, "A");
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(!a->ec);
+}
+
+BOOST_FIXTURE_TEST_CASE(cancelled_subscription_still_absorbs_refusal_and_pong, fixture) {
+    auto s = make(sub, rs), a = make(get_a, ra);
+    mpx.add(s);
+    mpx.add(a);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    BOOST_TEST(mpx.cancel(s));
+    reply(mpx, resp3::type::simple_error, "NOPERM");
+    reply(mpx, resp3::type::simple_string, "PONG");
+    BOOST_TEST(a->calls == 0);
+    reply(mpx, resp3::type::simple_string, "A");
+    BOOST_TEST(a->calls == 1);
+    BOOST_TEST(ra.at(0).value == "A");
+    BOOST_TEST(rs.empty());
+}
+
+BOOST_AUTO_TEST_CASE(reply_with_too_many_nodes_fails_and_keeps_step) {
+    multiplexer mpx(100);
+    request big, after;
+    big.push("LRANGE", "l", 0, -1);
+    after.push("GET", "a");
+    generic_response rbig, rafter;
+    auto e = std::make_shared<recorder>(big, rbig), f = std::make_shared<recorder>(after, rafter);
+    mpx.add(e);
+    mpx.add(f);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    BOOST_TEST(!mpx.on_node({resp3::type::array, 1000, 0, {}}));
+    for (int i = 0; i < 1000; ++i)
+        BOOST_TEST(!mpx.on_node({resp3::type::number, 1, 1, "1"}));
+    mpx.on_reply_end(4000);
+    BOOST_TEST(e->calls == 1);
+    BOOST_TEST(e->ec == error::message_too_large);
+    BOOST_TEST(rbig.size() == 100u); // bounded: nothing past the limit was kept
+    reply(mpx, resp3::type::simple_string, "A");
+    BOOST_TEST(f->calls == 1);
+    BOOST_TEST(!f->ec);
+    BOOST_TEST(rafter.at(0).value == "A");
+}
+
+BOOST_AUTO_TEST_CASE(node_limit_is_per_reply_and_ignores_ignore) {
+    multiplexer mpx(3);
+    request two;
+    two.push("GET", "a");
+    two.push("GET", "b");
+    generic_response resp;
+    auto e = std::make_shared<recorder>(two, resp);
+    mpx.add(e);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    for (int r = 0; r < 2; ++r) {
+        BOOST_TEST(!mpx.on_node({resp3::type::array, 2, 0, {}}));
+        BOOST_TEST(!mpx.on_node({resp3::type::number, 1, 1, "1"}));
+        BOOST_TEST(!mpx.on_node({resp3::type::number, 1, 1, "2"}));
+        mpx.on_reply_end(12);
+    }
+    BOOST_TEST(!e->ec);
+    BOOST_TEST(resp.size() == 6u);
 }
 
 BOOST_FIXTURE_TEST_CASE(cancel_waiting_removes_it, fixture) {
