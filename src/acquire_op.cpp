@@ -123,7 +123,7 @@ void acquire_op::complete(error_code ec, bool granted) {
         svc_.watch(st, fsm_.sent());
         out = lease_access::make(std::move(st));
     }
-    post_completion(std::move(handler_), spec().conn->executor(), ec, std::move(out));
+    deliver(std::move(handler_), spec().conn->executor(), ec, std::move(out));
     handler_ex_ = {};
     auto& p = core_->pending;
     auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });

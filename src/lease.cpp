@@ -12,7 +12,7 @@ namespace corolock {
 
 namespace asio = boost::asio;
 using detail::clock;
-using detail::post_completion;
+using detail::deliver;
 
 namespace detail {
 
@@ -54,7 +54,7 @@ const std::string empty_name;
 template <class Handler>
 void fail_now(Handler h, error_code ec) {
     // No connection to fall back on: the handler's executor (system_executor if it has none).
-    post_completion(std::move(h), asio::system_executor(), ec);
+    deliver(std::move(h), asio::system_executor(), ec);
 }
 
 } // namespace
@@ -127,7 +127,7 @@ void lease::release_impl(detail::lease_share share, handler_ec h) {
     const auto fallback = share.get()->spec->conn->executor();
     auto s = share.take_for_release();
     if (!s) // nested holds are still alive: the last of them releases
-        return post_completion(std::move(h), fallback, error_code{});
+        return deliver(std::move(h), fallback, error_code{});
     auto& strand = s->spec->conn->strand();
     asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
         auto svc = s->svc;
@@ -166,7 +166,7 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
     if (lost != 0 || clock::now().time_since_epoch().count() >=
                          st->valid_until_view.load(std::memory_order_relaxed))
-        return post_completion(
+        return deliver(
             std::move(h), st->spec->conn->executor(),
             error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
     auto ex = asio::get_associated_executor(h, st->spec->conn->executor());

@@ -94,6 +94,14 @@ public:
     }
     // Releases published while the connection was down are lost: try again.
     void on_reconnect() override { on_message({}, {}); }
+    // No release message will come (e.g. an ACL without channel rights): the waiters go on with
+    // their fallback timers alone.
+    void on_subscribe_failed(error_code ec) override {
+        if (auto s = svc_.lock())
+            s->log().log(logger::level::error,
+                         "corolock: lock '" + name_ + "': waiters get no release messages (" +
+                             ec.message() + "); they retry on their back-off timers only");
+    }
 
 private:
     std::weak_ptr<lock_service> svc_;
@@ -204,7 +212,7 @@ void lock_service::lose(lease_state& s, error why) {
     auto waiters = std::move(s.lost_waiters);
     s.lost_waiters.clear();
     for (auto& [id, h] : waiters)
-        post_completion(std::move(h), conn_.executor(), error_code(why));
+        deliver(std::move(h), conn_.executor(), error_code(why));
     // Redis may still have the key (a renewal answered too late, max_hold): delete it now,
     // owner-checked, so that no one else waits for it to expire.
     give_back(*s.spec, s.owner);
@@ -215,10 +223,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     auto waiters = std::move(s->lost_waiters);
     s->lost_waiters.clear();
     for (auto& [id, h] : waiters)
-        post_completion(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
+        deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
         if (done)
-            post_completion(std::move(done), conn_.executor(), error_code(s->lost_reason));
+            deliver(std::move(done), conn_.executor(), error_code(s->lost_reason));
         return;
     }
     forget(*s);
@@ -245,13 +253,13 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                                            "); the key expires with its lease");
                    }
                    if (done)
-                       post_completion(std::move(done), self->conn_.executor(), ec);
+                       deliver(std::move(done), self->conn_.executor(), ec);
                }));
 }
 
 void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
-        post_completion(std::move(done), conn_.executor(), error_code(s->lost_reason));
+        deliver(std::move(done), conn_.executor(), error_code(s->lost_reason));
         return;
     }
     const std::string_view keys[] = {s->spec->name};
@@ -281,17 +289,17 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
                            self->kick();
                        }
                    }
-                   post_completion(std::move(done), self->conn_.executor(), ec);
+                   deliver(std::move(done), self->conn_.executor(), ec);
                }));
 }
 
 void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
-        post_completion(std::move(h), conn_.executor(), error_code(s->lost_reason));
+        deliver(std::move(h), conn_.executor(), error_code(s->lost_reason));
         return;
     }
     if (s->released) {
-        post_completion(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
+        deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
         return;
     }
     const auto id = ++s->next_waiter; // ids start at 1
@@ -310,7 +318,7 @@ void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
                     return;
                 auto h = std::move(it->second);
                 w.erase(it);
-                post_completion(std::move(h), st->spec->conn->executor(),
+                deliver(std::move(h), st->spec->conn->executor(),
                                 error_code(asio::error::operation_aborted));
             });
         });

@@ -11,7 +11,7 @@ namespace corolock {
 
 namespace asio = boost::asio;
 using detail::clock;
-using detail::post_completion;
+using detail::deliver;
 
 lock_stats get_lock_stats(connection& conn) {
     auto p = std::static_pointer_cast<detail::lock_service>(conn.impl().existing_lock_service());
@@ -58,7 +58,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
         ec = error::invalid_wait;
     if (ec) {
         // Fails before anything is sent, and never inline.
-        return post_completion(std::move(h), spec.conn->executor(), ec, lease{});
+        return deliver(std::move(h), spec.conn->executor(), ec, lease{});
     }
     detail::acquire_params p;
     p.deadline = deadline;
@@ -84,7 +84,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return post_completion(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
+        return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
                                std::int64_t{0});
     auto req = std::make_shared<request>();
     req->push("PTTL", spec.name);
@@ -105,7 +105,7 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return post_completion(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
+        return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
                                false);
     const std::string_view keys[] = {spec.name};
     const std::string_view args[] = {spec.channel};

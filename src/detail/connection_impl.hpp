@@ -46,9 +46,9 @@ template <class Handler, class Executor, class... Args>
 void deliver(Handler&& handler, const Executor& fallback, Args... args) {
     auto ex = boost::asio::get_associated_executor(handler, fallback);
     auto fn = boost::asio::bind_executor(
-        std::move(ex), [h = std::forward<Handler>(handler), args...]() mutable {
+        std::move(ex), [h = std::forward<Handler>(handler), ... args = std::move(args)]() mutable {
             boost::asio::get_associated_cancellation_slot(h).clear();
-            std::move(h)(args...);
+            std::move(h)(std::move(args)...);
         });
     if constexpr (boost::asio::can_require<Executor,
                                            boost::asio::execution::blocking_t::never_t>::value)

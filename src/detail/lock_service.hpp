@@ -29,18 +29,6 @@ namespace corolock::detail {
 using owner_id = std::array<char, 32>;
 using completion = boost::asio::any_completion_handler<void(error_code)>;
 
-// Completes `h` with `args` (moved) on its associated executor, always through a post to `io`
-// (an executor that can post: the connection's): user code never runs inside the caller, nor
-// inside the connection's strand.
-template <class Handler, class Executor, class... Args>
-void post_completion(Handler h, const Executor& io, Args... args) {
-    auto ex = boost::asio::get_associated_executor(h, io);
-    boost::asio::post(io, boost::asio::bind_executor(
-                              ex, [h = std::move(h), ... args = std::move(args)]() mutable {
-                                  boost::asio::get_associated_cancellation_slot(h).clear();
-                                  std::move(h)(std::move(args)...);
-                              }));
-}
 owner_id random_owner_id();
 
 class lock_service;
