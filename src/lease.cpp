@@ -166,9 +166,8 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
     if (lost != 0 || clock::now().time_since_epoch().count() >=
                          st->valid_until_view.load(std::memory_order_relaxed))
-        return deliver(
-            std::move(h), st->spec->conn->executor(),
-            error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
+        return deliver(std::move(h), st->spec->conn->executor(),
+                       error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
     auto ex = asio::get_associated_executor(h, st->spec->conn->executor());
     auto slot = asio::get_associated_cancellation_slot(h);
     detail::start_eval(

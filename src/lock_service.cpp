@@ -248,7 +248,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                                        describe(*s->spec) +
                                            "lease found lost at release (expired or taken)");
                    } else if (ec) {
-                       self->log().log(logger::level::warning,
+                       // Aborted: the connection is being stopped by its owner.
+                       self->log().log(ec == asio::error::operation_aborted
+                                           ? logger::level::debug
+                                           : logger::level::warning,
                                        describe(*s->spec) + "release failed (" + ec.message() +
                                            "); the key expires with its lease");
                    }
@@ -319,7 +322,7 @@ void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
                 auto h = std::move(it->second);
                 w.erase(it);
                 deliver(std::move(h), st->spec->conn->executor(),
-                                error_code(asio::error::operation_aborted));
+                        error_code(asio::error::operation_aborted));
             });
         });
     s->lost_waiters.emplace_back(id, std::move(h));

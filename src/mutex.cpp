@@ -85,7 +85,7 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
         return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
-                               std::int64_t{0});
+                       std::int64_t{0});
     auto req = std::make_shared<request>();
     req->push("PTTL", spec.name);
     auto resp = std::make_shared<generic_response>();
@@ -105,8 +105,7 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
-                               false);
+        return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name), false);
     const std::string_view keys[] = {spec.name};
     const std::string_view args[] = {spec.channel};
     auto req = std::make_shared<request>(

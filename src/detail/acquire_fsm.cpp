@@ -44,11 +44,16 @@ acquire_action acquire_fsm::stop_with(error_code ec) {
 acquire_action acquire_fsm::wait(clock::time_point now, clock::duration holder_ttl, bool head,
                                  bool woken, std::minstd_rand& rng, acquire_action a) {
     if (!queued_) {
-        // Held: subscribe (join) and retry at once. The SUBSCRIBE is ahead of the retry on the
-        // socket, so a release between the two cannot be missed.
+        // Held: join the local queue. As its head (nobody else queues), subscribe and retry at
+        // once: the SUBSCRIBE is ahead of the retry on the socket, so a release between the two
+        // cannot be missed. Behind others, wait to be promoted: the head makes the attempts.
         queued_ = true;
         a.join = true;
-        return attempt(now, a);
+        if (head)
+            return attempt(now, a);
+        state_ = state::waiting;
+        wait_until_ = p_.deadline;
+        return a;
     }
     if (head && woken)
         return attempt(now, a); // a release message came while we were busy: try now

@@ -52,9 +52,10 @@ struct acquire_action {
 };
 
 // The decisions of one acquisition, from the first attempt to its completion, and the undo of a
-// grant that arrives after the caller stopped waiting. Sans-io: time, queue facts (`head`: first
-// of the local queue; `woken`: it consumed a release wake-up) and randomness come in with each
-// event; the driver performs the returned actions. See doc/design.md, "Acquire".
+// grant that arrives after the caller stopped waiting. Sans-io: time, queue facts and randomness
+// come in with each event; the driver performs the returned actions. The queue facts: `head`,
+// first of the name's local queue (for an acquisition not queued yet: the queue is empty, so it
+// would be first); `woken`, a release wake-up waits for the head. See doc/design.md, "Acquire".
 class acquire_fsm {
 public:
     enum class state {

@@ -37,7 +37,7 @@ private:
     void on_timer();
     void arm();
     void complete(error_code ec, bool granted);
-    bool head() const noexcept { return queue_ && queue_->is_head(id()); }
+    bool head() const { return queue_ ? queue_->is_head(id()) : !svc_.has_waiters(spec().name); }
     bool woken() const noexcept { return queue_ && queue_->woken(id()); }
 
     std::shared_ptr<mutex_core> core_;

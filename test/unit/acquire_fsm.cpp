@@ -111,13 +111,24 @@ BOOST_FIXTURE_TEST_CASE(try_acquire_of_a_held_lock_is_an_empty_success, fixture)
 BOOST_FIXTURE_TEST_CASE(held_lock_subscribes_before_the_retry, fixture) {
     acquire_fsm f(params());
     f.start(t0, false);
-    const auto a = f.on_reply(t0 + 1ms, held(), false, false, rng);
+    const auto a = f.on_reply(t0 + 1ms, held(), true, false, rng);
     // Join (SUBSCRIBE) and retry in that order: the subscription is ahead of the retry on the
     // socket, so a release between the first attempt and the subscription is not missed.
     BOOST_TEST(a.join);
     BOOST_TEST(a.attempt);
     BOOST_TEST(!a.complete);
     BOOST_TEST(f.queued());
+}
+
+BOOST_FIXTURE_TEST_CASE(held_behind_local_waiters_joins_without_a_retry, fixture) {
+    // A burst of acquisitions that all tried first: only the one that becomes head retries.
+    acquire_fsm f(params(t0 + 5s));
+    f.start(t0, false);
+    const auto a = f.on_reply(t0 + 1ms, held(), /*head=*/false, false, rng);
+    BOOST_TEST(a.join);
+    BOOST_TEST(!a.attempt);
+    BOOST_TEST(f.current() == state::waiting);
+    BOOST_TEST((f.wake_at() == t0 + 5s));
 }
 
 BOOST_FIXTURE_TEST_CASE(behind_local_waiters_joins_without_an_attempt, fixture) {

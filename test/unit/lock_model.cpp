@@ -221,6 +221,8 @@ private:
 
     bool head(const acquisition& a) {
         auto it = procs_[a.proc].queues.find(a.name);
+        if (!a.fsm->queued())
+            return it == procs_[a.proc].queues.end(); // it would be first
         return it != procs_[a.proc].queues.end() && it->second.is_head(a.id);
     }
     bool woken(const acquisition& a) {
