@@ -4,11 +4,14 @@
 //
 // The stock is 10 items (`sale:<run>:item:<i>`) of 10 units each. Buyer b (0..999) wants item
 // b % 10, so each item draws exactly 100 buyers for its 10 units: the outcome is fixed (100 sold,
-// 900 turned away) and any difference is a bug, never bad luck. Each buyer makes its own
-// `corolock::mutex` on `sale:<run>:lock:<i>` (2 s lease, watchdog), waits up to 10 s for it, and
-// buys with a fenced script: the decrement runs only while the buyer's fencing token is the
-// newest for that lock, only if the stock is positive, and records the buyer in
-// `sale:<run>:buyers`. A buyer who finds no stock left is turned away. Then it releases.
+// 900 turned away) and any difference is a bug, never bad luck. Each process makes one
+// `corolock::mutex` per item, on `sale:<run>:lock:<i>` (2 s lease, watchdog), and every buyer of
+// that item in the process shares it, as the request handlers of a real service would share a
+// member. Each acquisition returns the buyer's own `corolock::lease` (its own owner and fencing
+// token): a buyer waits up to 10 s for one, and buys with a fenced script run through its lease:
+// the decrement runs only while that token is the newest for the lock, only if the stock is
+// positive, and records the buyer in `sale:<run>:buyers`. A buyer who finds no stock left is
+// turned away. Then it releases the lease.
 //
 // The parent sets up the stock, starts this program 4 times as `--worker N`, waits until every
 // worker is connected, says go, collects each worker's counts from its stdout, reaps the workers
@@ -20,6 +23,7 @@
 // Exits 0 only if every check passes.
 #include "common.hpp"
 #include <corolock/connection.hpp>
+#include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -36,6 +40,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -58,7 +63,7 @@ constexpr int items = 10;
 constexpr int stock_per_item = 10;
 constexpr int total_stock = items * stock_per_item; // 100
 constexpr auto acquire_wait = 10s;
-constexpr auto lease = 2s;
+constexpr auto lease_time = 2s;
 constexpr auto worker_limit = 60s; // a worker gives up (exit 3) after this
 constexpr auto parent_limit = 90s; // the parent kills the workers after this
 
@@ -108,14 +113,12 @@ struct tally {
     }
 };
 
-asio::awaitable<void> buyer(corolock::connection& conn, const std::string& run, int id, tally& t) {
+// `m` is the item's mutex, shared by every buyer of that item in this process; the lease is this
+// buyer's own.
+asio::awaitable<void> buyer(corolock::mutex& m, const std::string& run, int id, tally& t) {
     const int item = id % items;
-    corolock::mutex_options opts;
-    opts.lease = lease;
-    corolock::mutex m(conn, lock_name(run, item), opts);
-
     const auto asked = clock_type::now();
-    auto [ec] = co_await m.async_acquire_for(acquire_wait, tuple);
+    auto [ec, l] = co_await m.async_acquire_for(acquire_wait, tuple);
     t.slowest_acquire = std::max(t.slowest_acquire, clock_type::now() - asked);
     if (ec == corolock::error::acquire_timeout) {
         ++t.timeouts;
@@ -131,7 +134,7 @@ asio::awaitable<void> buyer(corolock::connection& conn, const std::string& run, 
     const std::string_view keys[] = {stock, list};
     const std::string_view args[] = {me};
     corolock::generic_response resp;
-    auto [fec] = co_await m.async_fenced_eval(buy_script(), keys, args, resp, tuple);
+    auto [fec] = co_await l.async_fenced_eval(buy_script(), keys, args, resp, tuple);
     if (fec)
         t.problem("fenced buy: " + fec.message());
     else if (!resp.empty() && resp[0].value == "1")
@@ -141,7 +144,7 @@ asio::awaitable<void> buyer(corolock::connection& conn, const std::string& run, 
     else
         t.problem("fenced buy: unexpected reply");
 
-    auto [rec] = co_await m.async_release(tuple);
+    auto [rec] = co_await l.async_release(tuple); // consumes the lease
     if (rec)
         t.problem("release: " + rec.message());
     else
@@ -165,11 +168,19 @@ asio::awaitable<void> worker_main(corolock::connection& conn, int index, const s
         co_return;
     }
 
+    // One mutex per item for the whole process, shared by all its buyers of that item.
+    corolock::mutex_options opts;
+    opts.lease = lease_time;
+    std::deque<corolock::mutex> locks;
+    for (int i = 0; i < items; ++i)
+        locks.emplace_back(conn, lock_name(run, i), opts);
+
     const auto start = clock_type::now();
-    std::vector<decltype(asio::co_spawn(exec, buyer(conn, run, 0, t), asio::deferred))> ops;
-    for (int i = 0; i < buyers_per_worker; ++i)
-        ops.push_back(asio::co_spawn(exec, buyer(conn, run, index * buyers_per_worker + i, t),
-                                     asio::deferred));
+    std::vector<decltype(asio::co_spawn(exec, buyer(locks[0], run, 0, t), asio::deferred))> ops;
+    for (int i = 0; i < buyers_per_worker; ++i) {
+        const int id = index * buyers_per_worker + i;
+        ops.push_back(asio::co_spawn(exec, buyer(locks[id % items], run, id, t), asio::deferred));
+    }
     auto [order, errors] = co_await asio::experimental::make_parallel_group(std::move(ops))
                                .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
     (void)order;

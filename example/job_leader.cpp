@@ -4,12 +4,16 @@
 // and that keeps running when the process running it is killed.
 //
 // The schedule: 10 ticks, one every 300 ms from a start time the parent picks (wall clock, so the
-// three processes agree). Each worker process waits for the leader lock `job:<run>:leader`
-// (1 s lease, watchdog). The leader reads the last tick done (`job:<run>:last`) and runs every
-// tick after it as it falls due (at once if it is already late), each run a fenced write: it
-// sets `last`, counts the run in the hash `job:<run>:runs` and appends to `job:<run>:log`, and
-// is refused if a newer leader exists. After the last tick it releases the lock and exits; a
-// worker that gets the lock after that finds nothing left to do and exits too.
+// three processes agree). Each worker process has one `corolock::mutex` on `job:<run>:leader`
+// (1 s lease, watchdog) and waits for a lease on it. The leader reads the last tick done
+// (`job:<run>:last`) and runs every tick after it as it falls due (at once if it is already
+// late), each run a fenced write through its lease: it sets `last`, counts the run in the hash
+// `job:<run>:runs` and appends to `job:<run>:log`, and is refused if a newer leader exists. While
+// it waits for a tick it also watches its lease (`async_wait_lost`). A leader that is deposed
+// (lease lost, or a write refused) drops its lease and waits for a new one like everybody else:
+// a new acquisition with a new token, never a hold that keeps the old key alive. After the last
+// tick it releases the lease and exits; a worker that gets the lock after that finds nothing left
+// to do and exits too.
 //
 // After tick 4 the parent kills the leader with SIGKILL. Nothing releases its lock, so the others
 // get it when its lease runs out: the gap is at most one lease (1 s; the watchdog renewed the
@@ -22,15 +26,18 @@
 // Exits 0 only if every check passes. Every worker is reaped on every path.
 #include "common.hpp"
 #include <corolock/connection.hpp>
+#include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -55,7 +62,7 @@ constexpr int workers = 3;
 constexpr int ticks = 10;
 constexpr auto period = 300ms;
 constexpr auto startup = 1s; // from spawning the workers to the schedule's start
-constexpr auto lease = 1s;
+constexpr auto lease_time = 1s;
 constexpr auto margin = 250ms; // for the new leader's attempt after the key expires
 constexpr int kill_after_tick = 4;
 constexpr auto tuple = asio::as_tuple(asio::deferred);
@@ -85,59 +92,76 @@ return 1
 
 // ------------------------------------------------------------------------------------ worker
 
+// Waits until `at`, or until `l` is lost. True if the tick fell due with the lease still valid.
+asio::awaitable<bool> wait_for_tick(corolock::lease& l, wall::time_point at) {
+    using namespace asio::experimental::awaitable_operators;
+    asio::system_timer timer(co_await asio::this_coro::executor, at);
+    // Both branches report errors as values, so || ends with whichever finishes first and
+    // cancels the other.
+    const auto first = co_await (timer.async_wait(asio::as_tuple(asio::use_awaitable)) ||
+                                 l.async_wait_lost(asio::as_tuple(asio::use_awaitable)));
+    co_return first.index() == 0 && l.valid();
+}
+
+// Runs the ticks not done yet while `l` leads. Returns false if deposed.
+asio::awaitable<bool> lead(corolock::connection& conn, corolock::lease& l, int index, const keys& k,
+                           wall::time_point start) {
+    corolock::request get;
+    get.push("GET", k.last);
+    corolock::generic_response resp;
+    co_await conn.async_exec(get, resp);
+    const int last = resp.empty() || resp[0].data_type == corolock::resp3::type::null
+                         ? 0
+                         : std::atoi(resp[0].value.c_str());
+    const std::string me = std::to_string(index);
+    for (int tick = last + 1; tick <= ticks; ++tick) {
+        if (!co_await wait_for_tick(l, due(start, tick))) {
+            ex::tell_parent("deposed " + me + " lease lost while waiting");
+            co_return false;
+        }
+        const auto late = wall::now() - due(start, tick);
+        const std::string tick_text = std::to_string(tick);
+        const std::string_view keys[] = {k.last, k.runs, k.log};
+        const std::string_view args[] = {tick_text, me};
+        corolock::generic_response run_resp;
+        auto [ec] = co_await l.async_fenced_eval(run_script(), keys, args, run_resp, tuple);
+        if (ec == corolock::condition::lock_lost) {
+            // lease_lost (known locally, nothing sent) or stale_token (a newer leader exists).
+            ex::tell_parent("deposed " + me + " " + ec.message());
+            co_return false;
+        }
+        if (ec)
+            throw boost::system::system_error(ec, "tick " + tick_text);
+        ex::tell_parent(
+            "run " + tick_text + " " + me + " " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(late).count()));
+    }
+    co_return true;
+}
+
 asio::awaitable<void> worker_main(corolock::connection& conn, int index, const keys& k,
                                   wall::time_point start, bool& ok) {
-    auto exec = co_await asio::this_coro::executor;
     corolock::mutex_options opts;
-    opts.lease = lease; // watchdog on: renewed every lease/3 while this process lives
+    opts.lease = lease_time; // watchdog on: renewed every lease/3 while this process lives
     corolock::mutex leader(conn, k.leader, opts);
     const auto give_up = due(start, ticks) + 10s;
     for (;;) {
         const auto wait = std::chrono::duration_cast<steady::duration>(give_up - wall::now());
-        auto [ec] = co_await leader.async_acquire_for(std::max(wait, steady::duration{}), tuple);
+        auto [ec, l] = co_await leader.async_acquire_for(std::max(wait, steady::duration{}), tuple);
         if (ec) {
             ex::tell_parent("error " + std::to_string(index) + " acquire: " + ec.message());
             ok = false;
             co_return;
         }
-        ex::tell_parent("lead " + std::to_string(index) + " " + std::to_string(leader.token()));
-
-        corolock::request get;
-        get.push("GET", k.last);
-        corolock::generic_response resp;
-        co_await conn.async_exec(get, resp);
-        const int last = resp.empty() || resp[0].data_type == corolock::resp3::type::null
-                             ? 0
-                             : std::atoi(resp[0].value.c_str());
-        bool deposed = false;
-        for (int tick = last + 1; tick <= ticks && !deposed; ++tick) {
-            asio::system_timer timer(exec, due(start, tick));
-            co_await timer.async_wait(asio::use_awaitable);
-            const auto late = wall::now() - due(start, tick);
-            const std::string tick_text = std::to_string(tick), me = std::to_string(index);
-            const std::string_view keys[] = {k.last, k.runs, k.log};
-            const std::string_view args[] = {tick_text, me};
-            corolock::generic_response run_resp;
-            auto [rec] =
-                co_await leader.async_fenced_eval(run_script(), keys, args, run_resp, tuple);
-            if (rec) {
-                // Lost the lease (or a newer leader exists): back to waiting.
-                ex::tell_parent("deposed " + me + " " + rec.message());
-                deposed = true;
-                break;
-            }
-            ex::tell_parent(
-                "run " + tick_text + " " + me + " " +
-                std::to_string(
-                    std::chrono::duration_cast<std::chrono::milliseconds>(late).count()));
-        }
-        if (deposed) {
-            // Drop whatever this object still believes it holds (not_owner if the lease is
-            // gone), so the next acquire starts from scratch instead of nesting.
-            co_await leader.async_release(tuple);
+        ex::tell_parent("lead " + std::to_string(index) + " " + std::to_string(l.token()));
+        if (!co_await lead(conn, l, index, k, start)) {
+            // Deposed: drop this lease (a release of a lost lease sends nothing; one refused
+            // as stale is owner-checked, so it cannot delete the new leader's key) and wait for
+            // a fresh one.
+            l = {};
             continue;
         }
-        co_await leader.async_release();
+        co_await l.async_release();
         ex::tell_parent("done " + std::to_string(index));
         co_return;
     }
@@ -289,7 +313,7 @@ int run_schedule(const ex::server_options& server) {
             problems.push_back("the killed leader ended with " + procs.describe(victim));
         if (successor < 0)
             problems.push_back("no other worker became leader after the kill");
-        else if (gap_ms > ex::to_ms(lease + margin))
+        else if (gap_ms > ex::to_ms(lease_time + margin))
             problems.push_back("the job moved after " + std::to_string(int(gap_ms)) +
                                " ms, more than the lease");
         for (const auto& [tick, who] : ran_by)
@@ -308,12 +332,12 @@ int run_schedule(const ex::server_options& server) {
             max_late = std::max(max_late, late);
     std::cout << "server              " << server.host << ":" << server.port << "\n"
               << "processes           " << workers << ", leader lease "
-              << std::chrono::milliseconds(lease).count() << " ms (watchdog)\n"
+              << std::chrono::milliseconds(lease_time).count() << " ms (watchdog)\n"
               << "ticks run once      " << exactly_once << " of " << ticks << "\n"
               << "killed leader       worker " << victim << " after tick " << kill_after_tick
               << " (" << (victim >= 0 ? procs.describe(victim) : "-") << ")\n"
               << "new leader          worker " << successor << ", " << static_cast<long>(gap_ms)
-              << " ms after the kill (lease " << std::chrono::milliseconds(lease).count()
+              << " ms after the kill (lease " << std::chrono::milliseconds(lease_time).count()
               << " ms)\n"
               << "job ran again       " << static_cast<long>(job_gap_ms)
               << " ms after the kill; latest catch-up tick " << max_late << " ms late\n";
