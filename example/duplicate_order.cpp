@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
     if (!server)
         return exit_code;
 
-    service svc{ex::make_run_tag()};
+    service svc;
+    svc.run = ex::make_run_tag();
     std::vector<std::string> applied(orders + 1);
     std::string total;
     int waves_counts[2][4] = {};

@@ -70,13 +70,17 @@ void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const
 // One claim attempt. The reply and a cancellation race on the connection's strand; whichever
 // comes first completes the caller, and a claim made for a caller already gone is given back.
 struct claim_call {
+    // Boost 1.81's any_completion_handler move assignment recurses forever (it copies `other` as
+    // an lvalue into a new wrapper): the handler is only ever move-constructed.
+    explicit claim_call(claim_handler h) : handler(std::move(h)) {}
+
+    claim_handler handler;
     std::shared_ptr<connection_impl> conn;
     std::string key;
     std::string owner;
     claim::time_point valid_until;
     request req;
     generic_response resp;
-    claim_handler handler;
     asio::cancellation_signal inner;
     bool answered = false; // strand only
 
@@ -117,14 +121,13 @@ void async_claim_impl(connection& conn, std::string key,
         complete_later(std::move(handler), impl->executor(), ec, claim{});
         return;
     }
-    auto call = std::make_shared<claim_call>();
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto call = std::make_shared<claim_call>(std::move(handler));
     call->conn = impl;
     call->owner = random_claim_owner();
     call->valid_until = std::chrono::steady_clock::now() + retention;
     call->req = make_claim_request(key, call->owner, retention_ms(retention));
     call->key = std::move(key);
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    call->handler = std::move(handler);
     if (slot.is_connected())
         slot.assign([weak = std::weak_ptr<claim_call>(call), impl](asio::cancellation_type t) {
             if ((t & asio::cancellation_type::terminal) == asio::cancellation_type::none)

@@ -17,6 +17,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -108,7 +109,7 @@ BOOST_FIXTURE_TEST_CASE(destroyed_claim_keeps_its_window, fixture) {
         {
             auto c = co_await async_claim(conn, "claim:window", 30s);
             BOOST_TEST(static_cast<bool>(c));
-            BOOST_TEST(c.valid_until() > std::chrono::steady_clock::now() + 25s);
+            BOOST_TEST((c.valid_until() > std::chrono::steady_clock::now() + 25s));
         } // destroyed: nothing is sent
         BOOST_TEST(exists("claim:window"));
         auto again = co_await async_claim(conn2, "claim:window", 30s);
@@ -176,7 +177,6 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_fail_before_anything_is_sent, fixture)
     run([&]() -> awaitable<void> {
         co_await async_claim(conn, "claim:warmup", 1s); // connected, HELLO counted
         const auto before = conn.stats().commands;
-        const auto calls_before = srv.command({"INFO", "commandstats"});
         auto [e1, c1] = co_await async_claim(conn, "", 1s, tuple_deferred);
         BOOST_TEST(e1 == error::invalid_name);
         BOOST_TEST(e1 == corolock::condition::invalid_argument);
@@ -195,7 +195,6 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_fail_before_anything_is_sent, fixture)
         BOOST_TEST(static_cast<bool>(co_await async_claim(conn, "claim:1ms", 1ms)));
         BOOST_TEST(static_cast<bool>(
             co_await async_claim(conn, "claim:365d", std::chrono::hours(24 * 365))));
-        (void)calls_before;
     });
 }
 
@@ -252,11 +251,11 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_claim_does_not_block_the_key, fixture) {
         // Cancelled before it is written: never sent.
         {
             asio::cancellation_signal sig;
-            auto op = async_claim(conn, "claim:cancel1", 30s,
-                                  asio::bind_cancellation_slot(sig.slot(), tuple_deferred));
             auto ex = co_await asio::this_coro::executor;
             asio::post(ex, [&] { sig.emit(asio::cancellation_type::terminal); });
-            auto [ec, c] = co_await std::move(op);
+            auto [ec, c] = co_await async_claim(
+                conn, "claim:cancel1", 30s,
+                asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
             if (ec) {
                 BOOST_TEST(ec == asio::error::operation_aborted);
                 BOOST_TEST(!c);
@@ -271,9 +270,17 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_claim_does_not_block_the_key, fixture) {
             error_code ec;
             corolock::claim c;
             bool done = false;
+            // A connection of its own, whose log shows which path the claim took.
+            std::vector<std::string> lines;
+            corolock::logger log{
+                corolock::logger::level::info,
+                [&](corolock::logger::level, std::string_view m) { lines.emplace_back(m); }};
+            corolock::connection conn3(ioc.get_executor(), config_for(srv), log);
+            conn3.async_run(asio::detached);
+            co_await async_claim(conn3, "claim:warm3", 1s); // connected
             srv.pause();
             async_claim(
-                conn, "claim:cancel2", 30s,
+                conn3, "claim:cancel2", 30s,
                 asio::bind_cancellation_slot(sig.slot(), [&](error_code e, corolock::claim x) {
                     ec = e;
                     c = std::move(x);
@@ -291,6 +298,10 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_claim_does_not_block_the_key, fixture) {
             while (exists("claim:cancel2") && std::chrono::steady_clock::now() < deadline)
                 co_await sleep_for(5ms);
             BOOST_TEST(!exists("claim:cancel2"));
+            BOOST_TEST(std::count(lines.begin(), lines.end(),
+                                  "claim claim:cancel2: cancelled after it was made; given back") ==
+                       1);
+            conn3.cancel();
         }
         BOOST_TEST(!exists("claim:cancel1"));
     });
