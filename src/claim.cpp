@@ -61,9 +61,10 @@ void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const
                                    ": cancelled after it was made; giving it back "
                                    "failed (" +
                                    ec.message() + "), it stays for its window");
-                   else if (log.enabled(logger::level::info))
+                   else if (!ec && log.enabled(logger::level::info))
                        log.log(logger::level::info,
-                               "claim " + key + ": cancelled after it was made; given back");
+                               "claim " + key + ": cancelled after it was made; " +
+                                   (given_back ? "given back" : "already gone (expired)"));
                }));
 }
 
