@@ -65,8 +65,9 @@ public:
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: the claim need not outlive the operation once it has started; the
     /// connection must.
-    /// Executor: completes on the token's associated executor (else the connection's), never
-    /// inside the initiating call.
+    /// Executor: completes on the token's associated executor (else the connection's; for an
+    /// empty claim, which has no connection, the system executor), never inside the initiating
+    /// call.
     /// Cancellation: terminal and partial, as `connection::async_exec`. A cancelled give-back
     /// may or may not have deleted the key; if it did not, the key stays claimed for the window
     /// (a retry is then refused, never let through twice).
