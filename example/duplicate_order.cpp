@@ -1,32 +1,38 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 //
-// A double-clicked "buy" button: one order id is submitted 50 times at once. Each submission is
-// its own coroutine with its own `corolock::mutex` on `order:<run>:<id>` (the ownership rule: one
-// mutex object per logical owner) and makes one `async_try_acquire`. Exactly one gets the lock
-// and creates the order, with a fenced write; the other 49 are refused at once, without waiting.
+// Exactly once: an HTTP-like handler, `handle_order(order_id)`, receives the same orders from
+// several clients (coroutines on two connections), all at once and again later (clients retry
+// whatever they did not see succeed). Each order must be applied exactly once.
 //
-// The lock is an idempotency key: it has a fixed 60 s lease and is not released when the order is
-// created, so a repeat of the same order id within the lease is refused too (the last step shows
-// a late 51st submission being refused). The example removes its keys at the end.
+// A lock is the wrong tool: released when the handler returns, it lets the next retry apply the
+// order again. The handler takes an idempotency claim instead (`corolock::async_claim`), which
+// stays in Redis for a retention window (10 minutes in a real service; a few seconds here):
+//   claimed        -> do the work; on success keep the claim (repeats are refused for the
+//                     window); on failure give it back, so that a retry can proceed;
+//   refused        -> a duplicate (done, or being done, by someone else): answer "already
+//                     submitted";
+//   error          -> the outcome is unknown (connection_lost): answer "try again later".
+// The work of some orders fails on its first attempt on purpose, to exercise give-back + retry.
 //
 //   corolock_duplicate_order [--host H] [--port P]
 //
-// Exits 0 only if exactly one submission created the order and the other 50 were refused.
+// Exits 0 only if Redis shows every order applied exactly once.
 #include "common.hpp"
+#include <corolock/claim.hpp>
 #include <corolock/connection.hpp>
-#include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
-#include <cstdint>
 #include <exception>
 #include <iostream>
-#include <memory>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,60 +42,75 @@ namespace asio = boost::asio;
 namespace ex = corolock_example;
 using namespace std::chrono_literals;
 
-constexpr int submissions = 50;
-constexpr auto idempotency_window = 60s;
+constexpr int orders = 12;
+constexpr int clients = 4;     // each submits every order, on connection i % 2
+constexpr auto retention = 5s; // 10 min in a real service
 constexpr auto tuple = asio::as_tuple(asio::deferred);
 
-// KEYS[1] = the order hash, KEYS[2] = a counter of creations; ARGV[1] = who.
-const corolock::fenced_script& create_order_script() {
-    static const corolock::fenced_script s(R"lua(
-redis.call('HSET', KEYS[1], 'status', 'created', 'by', ARGV[1])
-return redis.call('INCR', KEYS[2])
-)lua");
-    return s;
-}
+enum class outcome { applied, duplicate, failed, error };
 
-struct tally {
-    int created = 0;
-    int refused = 0;
-    int errors = 0;
-    std::string creator;
+struct service {
+    std::string run;
+    std::set<std::string> attempted; // orders whose work ran at least once (to fail the first)
+    int counts[4] = {};
     std::string first_problem;
-    void problem(std::string what) {
-        ++errors;
-        if (first_problem.empty())
-            first_problem = std::move(what);
+
+    std::string claim_key(const std::string& id) const { return "claim:" + run + ":" + id; }
+    std::string applied_key(const std::string& id) const { return "applied:" + run + ":" + id; }
+    std::string total_key() const { return "applied:" + run + ":total"; }
+    static bool fails_first(const std::string& id) { return std::stoi(id.substr(2)) % 3 == 0; }
+
+    // The business work: every third order's first attempt fails (a payment gateway timeout).
+    asio::awaitable<void> apply(corolock::connection& conn, const std::string& id) {
+        co_await ex::sleep_for(20ms); // the work takes a while: duplicates arrive meanwhile
+        if (attempted.insert(id).second && fails_first(id))
+            throw std::runtime_error("payment gateway timeout");
+        corolock::request r;
+        r.push("INCR", applied_key(id));
+        r.push("INCR", total_key());
+        co_await conn.async_exec(r, corolock::ignore);
+    }
+
+    asio::awaitable<outcome> handle_order(corolock::connection& conn, std::string id) {
+        auto [ec, claim] = co_await corolock::async_claim(conn, claim_key(id), retention, tuple);
+        if (ec) {
+            if (first_problem.empty())
+                first_problem = "claim " + id + ": " + ec.message();
+            co_return outcome::error; // unknown: the client retries later
+        }
+        if (!claim)
+            co_return outcome::duplicate; // applied, or being applied, by another submission
+        bool ok = true;
+        try {
+            co_await apply(conn, id);
+        } catch (const std::exception&) {
+            ok = false; // no co_await inside a handler: give back below
+        }
+        if (ok)
+            co_return outcome::applied; // keep the claim: repeats are refused for the window
+        auto [gec] = co_await claim.async_give_back(tuple);
+        if (gec && first_problem.empty()) // the claim then simply lasts its window
+            first_problem = "give back " + id + ": " + gec.message();
+        co_return outcome::failed;
+    }
+
+    // Every client submits every order, all at once.
+    asio::awaitable<void> wave(corolock::connection* conns[2]) {
+        auto exec = co_await asio::this_coro::executor;
+        std::vector<decltype(asio::co_spawn(exec, handle_order(*conns[0], ""), asio::deferred))>
+            ops;
+        for (int c = 0; c < clients; ++c)
+            for (int o = 1; o <= orders; ++o)
+                ops.push_back(asio::co_spawn(
+                    exec, handle_order(*conns[c % 2], "O-" + std::to_string(o)), asio::deferred));
+        auto [order, errors, results] =
+            co_await asio::experimental::make_parallel_group(std::move(ops))
+                .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+        (void)order;
+        for (std::size_t i = 0; i < results.size(); ++i)
+            ++counts[static_cast<int>(errors[i] ? outcome::error : results[i])];
     }
 };
-
-struct names {
-    std::string lock, order, creations;
-};
-
-// One submission of the order. The winner's mutex must outlive this coroutine (the lock stays
-// held as the idempotency key), so it is kept by the caller.
-asio::awaitable<void> submit(corolock::mutex& m, const names& n, int who, tally& t) {
-    auto [ec, acquired] = co_await m.async_try_acquire(tuple);
-    if (ec) {
-        t.problem("try_acquire: " + ec.message());
-        co_return;
-    }
-    if (!acquired) {
-        ++t.refused; // a duplicate: someone else holds this order id
-        co_return;
-    }
-    const std::string by = "submission-" + std::to_string(who);
-    const std::string_view keys[] = {n.order, n.creations};
-    const std::string_view args[] = {by};
-    corolock::generic_response resp;
-    auto [fec] = co_await m.async_fenced_eval(create_order_script(), keys, args, resp, tuple);
-    if (fec) {
-        t.problem("create: " + fec.message());
-        co_return;
-    }
-    ++t.created;
-    t.creator = by;
-}
 
 } // namespace
 
@@ -99,90 +120,68 @@ int main(int argc, char** argv) {
     if (!server)
         return exit_code;
 
-    const std::string run = ex::make_run_tag();
-    const std::string order_id = "A-1001";
-    const names n{"order:" + run + ":" + order_id, "orders:" + run + ":" + order_id,
-                  "orders:" + run + ":" + order_id + ":creations"};
-    tally t;
-    int late_refused = 0;
-    std::string stored_by, creations;
-    std::uint64_t writes = 0, commands = 0;
-    double elapsed_ms = 0;
+    service svc;
+    svc.run = ex::make_run_tag();
+    std::vector<std::string> applied(orders + 1);
+    std::string total;
+    int waves_counts[2][4] = {};
     try {
         ex::run_with_connection(
-            *server, "corolock-duplicate-order",
+            *server, "corolock-duplicate-order-1",
             [&](corolock::connection& conn) -> asio::awaitable<void> {
-                auto exec = co_await asio::this_coro::executor;
-                corolock::mutex_options opts;
-                opts.lease = idempotency_window;
-                opts.watchdog = false; // the lease is the idempotency window
-                std::vector<std::unique_ptr<corolock::mutex>> locks;
-                std::vector<decltype(asio::co_spawn(exec, submit(*locks.front(), n, 0, t),
-                                                    asio::deferred))>
-                    ops;
-                const auto before = conn.stats();
-                const auto start = std::chrono::steady_clock::now();
-                for (int i = 0; i < submissions; ++i) {
-                    locks.push_back(std::make_unique<corolock::mutex>(conn, n.lock, opts));
-                    ops.push_back(
-                        asio::co_spawn(exec, submit(*locks.back(), n, i, t), asio::deferred));
+                corolock::connection conn2(co_await asio::this_coro::executor,
+                                           ex::make_config(*server, "corolock-duplicate-order-2"));
+                conn2.async_run(asio::detached);
+                corolock::connection* conns[2] = {&conn, &conn2};
+                for (int w = 0; w < 2; ++w) { // at once, then retries after the first finished
+                    co_await svc.wave(conns);
+                    std::copy(std::begin(svc.counts), std::end(svc.counts), waves_counts[w]);
+                    std::fill(std::begin(svc.counts), std::end(svc.counts), 0);
+                    co_await ex::sleep_for(200ms);
                 }
-                auto [order, errors] =
-                    co_await asio::experimental::make_parallel_group(std::move(ops))
-                        .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
-                (void)order;
-                elapsed_ms = ex::to_ms(std::chrono::steady_clock::now() - start);
-                for (const auto& e : errors)
-                    if (e)
-                        t.problem("a submission threw");
-                const auto after = conn.stats();
-                writes = after.writes - before.writes;
-                commands = after.commands - before.commands;
-
-                // A late repeat of the same order id, while the window is open: refused too.
-                corolock::mutex late(conn, n.lock, opts);
-                auto [lec, late_ok] = co_await late.async_try_acquire(tuple);
-                late_refused = !lec && !late_ok ? 1 : 0;
-                if (late_ok)
-                    co_await late.async_release();
-
-                corolock::request check;
-                check.push("HGET", n.order, "by");
-                check.push("GET", n.creations);
+                corolock::request check, cleanup;
+                cleanup.push("DEL", svc.total_key());
+                for (int o = 1; o <= orders; ++o) {
+                    const std::string id = "O-" + std::to_string(o);
+                    check.push("GET", svc.applied_key(id));
+                    cleanup.push("DEL", svc.applied_key(id), svc.claim_key(id));
+                }
+                check.push("GET", svc.total_key());
                 corolock::generic_response resp;
                 co_await conn.async_exec(check, resp);
-                if (resp.size() == 2) {
-                    stored_by = resp[0].value;
-                    creations = resp[1].value;
-                }
-
-                // Clean up: the lock (with its fence key) and the order.
-                for (auto& l : locks)
-                    if (l->held())
-                        co_await l->async_release();
-                corolock::request cleanup;
-                cleanup.push("DEL", n.order, n.creations, n.lock, "{" + n.lock + "}:fence");
+                for (int i = 0; i < static_cast<int>(resp.size()) && i <= orders; ++i)
+                    (i < orders ? applied[i + 1] : total) = resp[i].value;
                 co_await conn.async_exec(cleanup, corolock::ignore);
+                conn2.cancel();
             },
             30s);
     } catch (const std::exception& e) {
-        t.problem(e.what());
+        svc.first_problem = e.what();
     }
 
-    const bool ok = t.created == 1 && t.refused == submissions - 1 && t.errors == 0 &&
-                    late_refused == 1 && stored_by == t.creator && creations == "1";
-    std::cout << "server              " << server->host << ":" << server->port << "\n"
-              << "order               " << order_id << ", submitted " << submissions
-              << " times at once\n"
-              << "created             " << t.created << "  (by " << t.creator << ")\n"
-              << "refused             " << t.refused << "\n"
-              << "late repeat         " << (late_refused ? "refused" : "NOT refused") << "\n"
-              << "errors              " << t.errors << "\n"
-              << "order record        by " << stored_by << ", creations " << creations << "\n"
-              << "elapsed             " << elapsed_ms << " ms  (" << commands << " commands in "
-              << writes << " socket writes)\n";
-    if (!t.first_problem.empty())
-        std::cout << "first problem       " << t.first_problem << "\n";
-    std::cout << (ok ? "OK" : "FAILED") << "\n";
+    bool ok = total == std::to_string(orders);
+    std::cout << "orders " << orders << ", each submitted by " << clients
+              << " clients at once, then by all again (retries); retention " << retention.count()
+              << " s\n"
+              << "                  applied  duplicate  failed+given back  error\n";
+    for (int w = 0; w < 2; ++w) {
+        const auto& c = waves_counts[w];
+        std::cout << (w == 0 ? "first wave        " : "retry wave        ") << c[0] << "        "
+                  << c[1] << "         " << c[2] << "                  " << c[3] << "\n";
+    }
+    std::cout << "applied per order in Redis:";
+    for (int o = 1; o <= orders; ++o) {
+        const bool once = applied[o] == "1";
+        ok = ok && once;
+        std::cout << " O-" << o << "=" << (applied[o].empty() ? "0" : applied[o])
+                  << (once ? "" : "(!)");
+    }
+    std::cout << "\ntotal applied     " << (total.empty() ? "0" : total) << " (expected " << orders
+              << ")\n";
+    if (!svc.first_problem.empty())
+        std::cout << "first problem     " << svc.first_problem << "\n";
+    std::cout << (ok ? "OK: every order applied exactly once"
+                     : "FAILED: an order was applied twice or never")
+              << "\n";
     return ok ? 0 : 1;
 }

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_COROLOCK_HPP
 #define COROLOCK_COROLOCK_HPP
 
+#include <corolock/claim.hpp>
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>

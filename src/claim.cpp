@@ -1,0 +1,211 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "detail/claim_scripts.hpp"
+#include "detail/connection_impl.hpp"
+#include <corolock/claim.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <utility>
+
+namespace corolock {
+namespace detail {
+
+namespace asio = boost::asio;
+using claim_handler = asio::any_completion_handler<void(error_code, claim)>;
+
+struct claim_access {
+    static claim make(std::shared_ptr<connection_impl> conn, std::string key, std::string owner,
+                      claim::time_point valid_until) {
+        return claim(std::move(conn), std::move(key), std::move(owner), valid_until);
+    }
+};
+
+namespace {
+
+// Completes `h` on its associated executor (else `fallback`), reached through a post to
+// `fallback`: never inside the initiating call, and never inside the connection's strand.
+template <class Handler, class Executor, class... Args>
+void complete_later(Handler h, const Executor& fallback, Args&&... args) {
+    asio::post(fallback,
+               [h = std::move(h), fallback, ... args = std::forward<Args>(args)]() mutable {
+                   auto ex = asio::get_associated_executor(h, fallback);
+                   asio::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable {
+                       asio::get_associated_cancellation_slot(h).clear();
+                       std::move(h)(std::move(args)...);
+                   });
+               });
+}
+
+// Deletes a claim nobody will use (its caller was cancelled before the reply came), so that it
+// does not block the key for its window.
+void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const std::string& key,
+                             const std::string& owner) {
+    const std::string_view keys[] = {key};
+    const std::string_view args[] = {owner};
+    auto req = std::make_shared<request>(connection::make_evalsha(give_back_script(), keys, args));
+    auto resp = std::make_shared<generic_response>();
+    start_eval(conn, give_back_script(), req, *resp,
+               asio::bind_executor(conn->strand(), [conn, req, resp, key](error_code ec) {
+                   bool given_back = false;
+                   if (!ec)
+                       ec = decode_give_back(*resp, given_back);
+                   const auto& log = conn->log();
+                   if (ec && log.enabled(logger::level::warning))
+                       log.log(logger::level::warning,
+                               "claim " + key +
+                                   ": cancelled after it was made; giving it back "
+                                   "failed (" +
+                                   ec.message() + "), it stays for its window");
+                   else if (!ec && log.enabled(logger::level::info))
+                       log.log(logger::level::info,
+                               "claim " + key + ": cancelled after it was made; " +
+                                   (given_back ? "given back" : "already gone (expired)"));
+               }));
+}
+
+// One claim attempt. The reply and a cancellation race on the connection's strand; whichever
+// comes first completes the caller, and a claim made for a caller already gone is given back.
+struct claim_call {
+    // Boost 1.81's any_completion_handler move assignment recurses forever (it copies `other` as
+    // an lvalue into a new wrapper): the handler is only ever move-constructed.
+    explicit claim_call(claim_handler h) : handler(std::move(h)) {}
+
+    claim_handler handler;
+    std::shared_ptr<connection_impl> conn;
+    std::string key;
+    std::string owner;
+    claim::time_point valid_until;
+    request req;
+    generic_response resp;
+    asio::cancellation_signal inner;
+    bool answered = false; // strand only
+
+    void on_reply(error_code ec) {
+        bool claimed = false;
+        if (!ec)
+            ec = decode_claim(resp, claimed);
+        if (answered) {
+            if (!ec && claimed)
+                give_back_in_background(conn, key, owner);
+            return;
+        }
+        answered = true;
+        claim c;
+        if (!ec && claimed)
+            c = claim_access::make(conn, std::move(key), std::move(owner), valid_until);
+        complete_later(std::move(handler), conn->executor(), ec, std::move(c));
+    }
+
+    void on_cancel() {
+        if (answered)
+            return;
+        answered = true;
+        // Unwritten: the SET is removed and never sent. Written: its reply is still read, and
+        // on_reply gives back a claim it made.
+        inner.emit(asio::cancellation_type::total);
+        complete_later(std::move(handler), conn->executor(),
+                       error_code(asio::error::operation_aborted), claim{});
+    }
+};
+
+} // namespace
+
+void async_claim_impl(connection& conn, std::string key,
+                      std::chrono::steady_clock::duration retention, claim_handler handler) {
+    auto impl = conn.impl().shared_from_this();
+    if (auto ec = validate_claim(key, retention)) {
+        complete_later(std::move(handler), impl->executor(), ec, claim{});
+        return;
+    }
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto call = std::make_shared<claim_call>(std::move(handler));
+    call->conn = impl;
+    call->owner = random_claim_owner();
+    call->valid_until = std::chrono::steady_clock::now() + retention;
+    call->req = make_claim_request(key, call->owner, retention_ms(retention));
+    call->key = std::move(key);
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<claim_call>(call), impl](asio::cancellation_type t) {
+            if ((t & asio::cancellation_type::terminal) == asio::cancellation_type::none)
+                return;
+            asio::post(impl->strand(), [weak] {
+                if (auto c = weak.lock())
+                    c->on_cancel();
+            });
+        });
+    start_exec(impl, call->req, make_adapter(call->resp),
+               asio::bind_cancellation_slot(
+                   call->inner.slot(),
+                   asio::bind_executor(impl->strand(), [call](error_code ec, std::size_t) {
+                       call->on_reply(ec);
+                   })));
+}
+
+} // namespace detail
+
+claim::claim(std::shared_ptr<detail::connection_impl> conn, std::string key, std::string owner,
+             time_point valid_until) noexcept
+    : conn_(std::move(conn)), key_(std::move(key)), owner_(std::move(owner)),
+      valid_until_(valid_until) {}
+
+claim::claim(claim&& other) noexcept
+    : conn_(std::move(other.conn_)), key_(std::move(other.key_)), owner_(std::move(other.owner_)),
+      valid_until_(std::exchange(other.valid_until_, {})) {
+    other.key_.clear();
+    other.owner_.clear();
+}
+
+claim& claim::operator=(claim&& other) noexcept {
+    if (this != &other) {
+        conn_ = std::move(other.conn_);
+        key_ = std::move(other.key_);
+        owner_ = std::move(other.owner_);
+        valid_until_ = std::exchange(other.valid_until_, {});
+        other.key_.clear();
+        other.owner_.clear();
+    }
+    return *this;
+}
+
+claim::~claim() = default;
+
+void claim::give_back_impl(boost::asio::any_completion_handler<void(error_code)> handler) {
+    namespace asio = boost::asio;
+    // Consumed from here on, whatever the outcome.
+    auto conn = std::move(conn_);
+    const std::string key = std::exchange(key_, {});
+    const std::string owner = std::exchange(owner_, {});
+    valid_until_ = {};
+    if (!conn) {
+        // No connection to fall back on (an empty claim): the system executor only hops off
+        // the initiating call.
+        detail::complete_later(std::move(handler), asio::system_executor(),
+                               error_code(error::not_owner));
+        return;
+    }
+    const std::string_view keys[] = {key};
+    const std::string_view args[] = {owner};
+    const auto& sc = detail::give_back_script();
+    auto req = std::make_shared<request>(connection::make_evalsha(sc, keys, args));
+    auto resp = std::make_shared<generic_response>();
+    auto ex = asio::get_associated_executor(handler, conn->executor());
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    detail::start_eval(conn, sc, req, *resp,
+                       asio::bind_cancellation_slot(
+                           slot, asio::bind_executor(ex, [req, resp, h = std::move(handler)](
+                                                             error_code ec) mutable {
+                               bool given_back = false;
+                               if (!ec)
+                                   ec = detail::decode_give_back(*resp, given_back);
+                               if (!ec && !given_back)
+                                   ec = error::not_owner;
+                               std::move(h)(ec);
+                           })));
+}
+
+} // namespace corolock
