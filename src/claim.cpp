@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/claim_scripts.hpp"
 #include "detail/connection_impl.hpp"
+#include "detail/owner_id.hpp"
 #include <corolock/claim.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -125,7 +126,7 @@ void async_claim_impl(connection& conn, std::string key,
     auto slot = asio::get_associated_cancellation_slot(handler);
     auto call = std::make_shared<claim_call>(std::move(handler));
     call->conn = impl;
-    call->owner = random_claim_owner();
+    call->owner = std::string(view(random_owner_id()));
     call->valid_until = std::chrono::steady_clock::now() + retention;
     call->req = make_claim_request(key, call->owner, retention_ms(retention));
     call->key = std::move(key);

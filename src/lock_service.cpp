@@ -8,7 +8,6 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
-#include <openssl/rand.h>
 #include <stdexcept>
 
 namespace corolock::detail {
@@ -45,19 +44,6 @@ std::string describe(const lock_spec& spec) {
 }
 
 } // namespace
-
-owner_id random_owner_id() {
-    unsigned char bytes[16];
-    if (RAND_bytes(bytes, sizeof bytes) != 1)
-        throw std::runtime_error("corolock: the CSPRNG (RAND_bytes) failed");
-    static constexpr char hex[] = "0123456789abcdef";
-    owner_id out;
-    for (std::size_t i = 0; i < sizeof bytes; ++i) {
-        out[2 * i] = hex[bytes[i] >> 4];
-        out[2 * i + 1] = hex[bytes[i] & 0xf];
-    }
-    return out;
-}
 
 lock_spec::lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_options o)
     : conn(std::move(c)), name(std::move(n)), opts(o), invalid(check(name, opts)) {

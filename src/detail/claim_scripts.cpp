@@ -1,7 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "claim_scripts.hpp"
 
-#include <openssl/rand.h>
 #include <stdexcept>
 
 namespace corolock::detail {
@@ -67,20 +66,6 @@ error_code decode_give_back(const generic_response& resp, bool& given_back) {
         return {};
     }
     return error::unexpected_reply;
-}
-
-std::string random_claim_owner() {
-    unsigned char bytes[16];
-    if (RAND_bytes(bytes, sizeof bytes) != 1)
-        throw std::runtime_error("corolock: the CSPRNG (RAND_bytes) failed");
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(2 * sizeof bytes);
-    for (unsigned char b : bytes) {
-        out.push_back(hex[b >> 4]);
-        out.push_back(hex[b & 0xf]);
-    }
-    return out;
 }
 
 } // namespace corolock::detail

@@ -39,9 +39,6 @@ const script& give_back_script();
 // 1 -> given back (`given_back` true), 0 -> not ours (false); server errors -> server_error.
 error_code decode_give_back(const generic_response& resp, bool& given_back);
 
-// 32 hex digits from RAND_bytes; throws std::runtime_error if the CSPRNG fails.
-std::string random_claim_owner();
-
 } // namespace corolock::detail
 
 #endif

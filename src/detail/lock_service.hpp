@@ -8,6 +8,7 @@
 #include "acquire_fsm.hpp"
 #include "connection_impl.hpp"
 #include "lease_table.hpp"
+#include "owner_id.hpp"
 #include "waiter_queue.hpp"
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
@@ -26,10 +27,7 @@
 
 namespace corolock::detail {
 
-using owner_id = std::array<char, 32>;
 using completion = boost::asio::any_completion_handler<void(error_code)>;
-
-owner_id random_owner_id();
 
 class lock_service;
 

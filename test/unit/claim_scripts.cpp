@@ -1,6 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/claim_scripts.hpp"
 
+#include "detail/owner_id.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -80,7 +82,7 @@ BOOST_AUTO_TEST_CASE(give_back_replies) {
 BOOST_AUTO_TEST_CASE(owners_are_32_hex_digits_and_distinct) {
     std::set<std::string> seen;
     for (int i = 0; i < 1000; ++i) {
-        auto o = d::random_claim_owner();
+        auto o = std::string(d::view(d::random_owner_id()));
         BOOST_TEST(o.size() == 32u);
         BOOST_TEST(o.find_first_not_of("0123456789abcdef") == std::string::npos);
         seen.insert(std::move(o));
