@@ -74,13 +74,13 @@ const char* describe(error e) noexcept {
     case error::invalid_argument:
         return "invalid argument";
     case error::not_owner:
-        return "not the owner of the lock";
+        return "not the owner (an empty lease or claim, or the key is no longer ours)";
     case error::acquire_timeout:
         return "the lock was not acquired before the wait deadline";
     case error::lease_lost:
         return "the lease was lost";
     case error::operation_in_progress:
-        return "another operation is in progress on this lock object";
+        return "another operation of this kind is in progress on this object";
     case error::stale_token:
         return "fenced write refused: a newer fencing token exists";
     case error::max_hold_reached:

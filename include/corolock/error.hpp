@@ -56,10 +56,10 @@ enum class error {
     invalid_argument, ///< any other argument out of range
 
     // Locks
-    not_owner,             ///< released or extended a lock this object does not hold (lock_lost)
+    not_owner, ///< an operation on an empty lease or claim, or a claim no longer ours (lock_lost)
     acquire_timeout,       ///< the wait deadline passed before the lock was free (lock_contention)
     lease_lost,            ///< the lease expired or was taken while held (lock_lost)
-    operation_in_progress, ///< a second operation on one mutex object while one is running
+    operation_in_progress, ///< a second async_run, or a second receive on one subscription
     stale_token,           ///< a fenced write was refused: a newer token exists (lock_lost)
     max_hold_reached,      ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
 };
