@@ -77,8 +77,10 @@ std::string code_name(const error_code& ec) {
             return "stale_token";
         case error::server_error:
             return "server_error";
-        case error::operation_in_progress:
-            return "operation_in_progress";
+        case error::max_hold_reached:
+            return "max_hold_reached";
+        case error::invalid_argument:
+            return "invalid_argument";
         default:
             break;
         }
@@ -488,7 +490,8 @@ asio::awaitable<int> fenced_write(connection& res, const std::string& name, std:
 }
 
 asio::awaitable<bool> slow_increment(connection& res, const std::string& name,
-                                     std::chrono::microseconds pause, const mutex* holder) {
+                                     std::chrono::microseconds pause, const lease& holder) {
+    const nested_hold hold = holder.hold(); // the caller's lock, not a second acquisition
     const std::string key = name + ":counter";
     request get;
     get.push("GET", key);
@@ -499,12 +502,24 @@ asio::awaitable<bool> slow_increment(connection& res, const std::string& name,
         v = to_int(resp.front().value);
     asio::steady_timer t(co_await asio::this_coro::executor, pause);
     co_await t.async_wait(asio::use_awaitable);
-    if (holder && holder->lost())
+    if (!hold.valid())
         co_return false;
     request set;
     set.push("SET", key, v + 1);
     co_await res.async_exec(set, ignore, asio::use_awaitable);
     co_return true;
+}
+
+asio::awaitable<int> fenced_increment(connection& res, const std::string& name,
+                                      const lease& holder) {
+    const nested_hold hold = holder.hold();
+    if (!hold.valid())
+        co_return -1;
+    // A hold proves the lease it was taken from: same acquisition, same token.
+    if (hold.token() == 0 || hold.token() != holder.token())
+        throw std::logic_error("nested hold token " + std::to_string(hold.token()) +
+                               " differs from its lease's " + std::to_string(holder.token()));
+    co_return co_await fenced_write(res, name, hold.token(), 1);
 }
 
 // ---- checkers ----------------------------------------------------------------------------
@@ -613,8 +628,8 @@ history_counts count(const std::vector<section>& history) {
             ++c.errors;
         if (s.release == "ok")
             ++c.released_ok;
-        else if (s.release == "not_owner")
-            ++c.released_not_owner;
+        else if (s.release == "lease_lost" || s.release == "max_hold_reached")
+            ++c.released_lost;
         else
             ++c.released_other;
     }
@@ -679,18 +694,14 @@ namespace {
 struct counter_context {
     counter_options o;
     std::int64_t until_ns = 0;
-    connection& locks;
     connection& res;
     history_writer& out;
     int unexpected = 0;
-    int held_at_end = 0;
 };
 
-asio::awaitable<void> counter_loop(counter_context& cx, int coro) {
+// One coroutine of the counter worker; `m` is the worker's one handle on the lock.
+asio::awaitable<void> counter_loop(counter_context& cx, mutex& m, int coro) {
     using std::chrono::nanoseconds;
-    mutex_options opts;
-    opts.lease = cx.o.lease;
-    mutex m(cx.locks, cx.o.lock, opts);
     std::mt19937_64 rng(cx.o.seed * 1'000'003u + static_cast<std::uint64_t>(cx.o.worker) * 1000u +
                         static_cast<std::uint64_t>(coro));
     std::uniform_int_distribution<std::int64_t> pause_us(0, cx.o.pause.count());
@@ -705,42 +716,48 @@ asio::awaitable<void> counter_loop(counter_context& cx, int coro) {
         s.worker = cx.o.worker;
         s.coro = coro;
         s.lock = cx.o.lock;
-        auto [ec] = co_await m.async_acquire_for(wait, asio::as_tuple(asio::deferred));
-        if (ec) {
-            s.outcome = "error:acquire:" + code_name(ec);
+        auto [ec, l] = co_await m.async_acquire_for(wait, asio::as_tuple(asio::deferred));
+        if (ec || !l) {
+            s.outcome = "error:acquire:" + (ec ? code_name(ec) : std::string("empty_lease"));
             s.release_ns = monotonic_ns();
             cx.out.write(s);
-            if (ec != error::acquire_timeout && !is_connection_error(ec))
+            if (!ec || (ec != error::acquire_timeout && !is_connection_error(ec)))
                 ++cx.unexpected;
             continue;
         }
-        s.token = m.token();
+        s.token = l.token();
         s.enter_ns = monotonic_ns();
-        // One loss watch per section: mutex_options::on_lost is posted and may run after the
-        // release has completed, i.e. during the next section.
+        // This lease's own loss watch: it ends with operation_aborted at the release.
         auto lost_at = std::make_shared<std::int64_t>(0);
-        m.async_wait_lost([lost_at](error_code lost) {
+        l.async_wait_lost([lost_at](error_code lost) {
             if (lost && lost != asio::error::operation_aborted)
                 *lost_at = monotonic_ns();
         });
         std::string body_error;
         try {
             s.wrote = co_await slow_increment(cx.res, cx.o.resource,
-                                              std::chrono::microseconds(pause_us(rng)), &m);
+                                              std::chrono::microseconds(pause_us(rng)), l);
             if (s.wrote)
-                s.fenced = co_await fenced_write(cx.res, cx.o.resource, s.token, 1);
-        } catch (const boost::system::system_error& e) {
-            body_error = code_name(e.code());
+                s.fenced = co_await fenced_increment(cx.res, cx.o.resource, l);
+        } catch (const std::exception& e) {
+            const auto* se = dynamic_cast<const boost::system::system_error*>(&e);
+            body_error = se ? code_name(se->code()) : std::string("exception");
+            std::cerr << "worker " << cx.o.worker << " coroutine " << coro
+                      << ": critical section failed: " << e.what() << std::endl;
         }
         s.exit_ns = monotonic_ns();
-        auto [rec] = co_await m.async_release(asio::as_tuple(asio::deferred));
+        const bool lost_before_release = l.lost();
+        auto [rec] = co_await l.async_release(asio::as_tuple(asio::deferred));
         s.release_ns = monotonic_ns();
         s.release = code_name(rec);
         s.lost_ns = *lost_at;
-        if (!body_error.empty()) {
+        if (l.owns()) { // async_release consumes the lease
+            s.outcome = "error:lease_kept_after_release";
+            ++cx.unexpected;
+        } else if (!body_error.empty()) {
             s.outcome = "error:" + body_error; // the resource is never faulted: unexpected
             ++cx.unexpected;
-        } else if (s.lost_ns != 0 || m.lost() || rec == error::not_owner) {
+        } else if (s.lost_ns != 0 || lost_before_release || rec == condition::lock_lost) {
             s.outcome = "lost";
         } else {
             s.outcome = "ok";
@@ -748,8 +765,6 @@ asio::awaitable<void> counter_loop(counter_context& cx, int coro) {
         cx.out.write(s);
         ++done;
     }
-    if (m.held())
-        ++cx.held_at_end;
 }
 
 } // namespace
@@ -758,13 +773,16 @@ COROLOCK_FAULT_WORKER(counter) {
     const auto o = counter_options::parse(args);
     worker_io io(o.lock_port, o.res_port);
     history_writer out(o.history);
-    counter_context cx{o, o.until_ns ? o.until_ns : monotonic_ns() + 60'000'000'000, io.locks,
-                       io.res, out};
+    counter_context cx{o, o.until_ns ? o.until_ns : monotonic_ns() + 60'000'000'000, io.res, out};
+    std::uint64_t held = 0, waiting = 0;
     const bool ok = io.run([&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        std::vector<decltype(asio::co_spawn(ex, counter_loop(cx, 0), asio::deferred))> loops;
+        mutex_options opts;
+        opts.lease = o.lease;
+        mutex m(io.locks, o.lock, opts); // one handle per lock name, shared by every coroutine
+        std::vector<decltype(asio::co_spawn(ex, counter_loop(cx, m, 0), asio::deferred))> loops;
         for (int c = 0; c < o.coros; ++c)
-            loops.push_back(asio::co_spawn(ex, counter_loop(cx, c), asio::deferred));
+            loops.push_back(asio::co_spawn(ex, counter_loop(cx, m, c), asio::deferred));
         auto [order, errors] = co_await asio::experimental::make_parallel_group(std::move(loops))
                                    .async_wait(asio::experimental::wait_for_all(), asio::deferred);
         (void)order;
@@ -772,6 +790,8 @@ COROLOCK_FAULT_WORKER(counter) {
             if (e)
                 ++cx.unexpected;
         const auto st = get_lock_stats(io.locks);
+        held = st.leases_held;
+        waiting = st.waiters;
         record r{"stats", {}};
         r.fields["w"] = std::to_string(o.worker);
         r.fields["attempts"] = std::to_string(st.attempts);
@@ -780,11 +800,12 @@ COROLOCK_FAULT_WORKER(counter) {
         r.fields["pubsub_wakeups"] = std::to_string(st.pubsub_wakeups);
         r.fields["timer_wakeups"] = std::to_string(st.timer_wakeups);
         r.fields["connects"] = std::to_string(io.locks.stats().connects);
-        r.fields["held"] = std::to_string(cx.held_at_end);
+        r.fields["held"] = std::to_string(held);
+        r.fields["waiting"] = std::to_string(waiting);
         r.fields["unexpected"] = std::to_string(cx.unexpected);
         out.write(r);
     });
-    return ok && cx.unexpected == 0 && cx.held_at_end == 0 ? 0 : 1;
+    return ok && cx.unexpected == 0 && held == 0 && waiting == 0 ? 0 : 1;
 }
 
 } // namespace corolock::fault

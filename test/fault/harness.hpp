@@ -24,6 +24,7 @@
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>
+#include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 #include <corolock/script.hpp>
 
@@ -69,8 +70,8 @@ struct section {
     std::int64_t exit_ns = 0;    // the body ended, just before the release was called
     std::int64_t release_ns = 0; // the release completed
     std::string outcome;         // ok | lost (told by the time its release completed) | error:..
-    std::int64_t lost_ns = 0;    // when the library signalled the loss (0: never)
-    std::string release;         // ok | not_owner | <error> ("" if not released)
+    std::int64_t lost_ns = 0;    // when async_wait_lost reported the loss (0: never)
+    std::string release;         // ok | lease_lost | max_hold_reached | <error> ("" if none)
     int fenced = -1;             // fenced write: 1 accepted, 0 refused (stale), -1 none or error
     bool wrote = false;          // the body wrote the plain counter (see slow_increment)
 
@@ -216,11 +217,17 @@ const script& fenced_write_script();
 // token not above the last accepted one). Throws system_error on an error.
 boost::asio::awaitable<int> fenced_write(connection& res, const std::string& name,
                                          std::uint64_t token, std::int64_t payload);
-// The non-atomic increment of <name>:counter: GET, a pause of `pause`, SET. With `holder`, a
-// holder that has been told its lease is lost by then does not write: returns whether it wrote.
+// The non-atomic increment of <name>:counter: GET, a pause of `pause`, SET. Code called from a
+// critical section, as an application nests it: it takes a nested hold of the caller's lease
+// (no round trip) instead of acquiring again, and does not write once the hold is no longer
+// valid (reported lost or past its local deadline): returns whether it wrote.
 boost::asio::awaitable<bool> slow_increment(connection& res, const std::string& name,
-                                            std::chrono::microseconds pause,
-                                            const mutex* holder = nullptr);
+                                            std::chrono::microseconds pause, const lease& holder);
+// The fenced write of a critical section, nested the same way: a hold of `holder`, checked
+// valid, whose token (the lease's) is presented. -1 when the hold was no longer valid (nothing
+// sent), else as fenced_write.
+boost::asio::awaitable<int> fenced_increment(connection& res, const std::string& name,
+                                             const lease& holder);
 
 // ---- checkers ----------------------------------------------------------------------------
 
@@ -253,20 +260,24 @@ std::vector<std::string> check_liveness(const std::vector<section>& history, int
 // Figures of a history, for BOOST_TEST_MESSAGE.
 struct history_counts {
     std::size_t acquired = 0, ok = 0, lost = 0, failed_acquires = 0, errors = 0;
-    std::size_t released_ok = 0, released_not_owner = 0, released_other = 0;
+    // Releases that answered: ok, lease_lost or max_hold_reached (lost before or found lost at
+    // the release), anything else.
+    std::size_t released_ok = 0, released_lost = 0, released_other = 0;
 };
 history_counts count(const std::vector<section>& history);
 
 // ---- the counter worker (registered as "counter") ----------------------------------------
 
-// `coros` coroutines, each with its own mutex on `lock` (watchdog lease `lease`), repeat until
-// `iterations` sections are done (0: no limit) or monotonic time `until_ns` passes: acquire
-// (waiting at most `acquire_wait`), slow_increment (a random pause of up to `pause`), then
-// fenced_write(token, 1), both skipped once the lease is known lost (a well-behaved holder),
-// and release. Each
+// `coros` coroutines share the worker's one mutex handle on `lock` (watchdog lease `lease`), as
+// the request handlers of a server share a `std::mutex`. Each repeats until `iterations`
+// sections are done (0: no limit) or monotonic time `until_ns` passes: acquire a lease (waiting
+// at most `acquire_wait`), slow_increment (a random pause of up to `pause`), then
+// fenced_increment (the lease's token, payload 1), both through nested holds of the lease and
+// skipped once it is no longer valid (a well-behaved holder), and release the lease. Each
 // section or failed acquire is one `cs` line in `history`; a last `stats` line gives the
-// worker's lock_stats, connects and how many locks it still holds (`held`, must be 0). Exit
-// status 0, or 1 when something unexpected happened (an error outside the lock, a hang).
+// worker's lock_stats, connects, the leases the library still watches (`held`) and its waiting
+// acquires (`waiting`), both 0 once every coroutine is done. Exit status 0, or 1 when something
+// unexpected happened (an error outside the lock, a lease or waiter left behind, a hang).
 struct counter_options {
     int worker = 0;
     std::uint16_t lock_port = 0;

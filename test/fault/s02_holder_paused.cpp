@@ -2,7 +2,8 @@
 // S2, the holder is SIGSTOPped for 2.5 s, past its 1 s lease (the GC-pause case). Another
 // worker takes the lock once the lease runs out; when the holder runs again it learns that it
 // lost the lease before its next library call returns, its fenced write is refused as stale and
-// its release answers not_owner. Repeated a few times on one lock and one fenced resource.
+// its release answers lease_lost (sending nothing). Repeated a few times on one lock and one
+// fenced resource.
 #include "harness.hpp"
 #include <corolock/mutex.hpp>
 
@@ -38,7 +39,10 @@ std::int64_t ns(std::chrono::nanoseconds d) {
 
 // The holder: acquires, then idles in its critical section (10 ms ticks) until a tick comes
 // much later than planned, i.e. the process was stopped. Its very next library call is the
-// fenced write; it records whether it knew about the loss before and after that call.
+// fenced write, made through a nested hold of its lease with the hold's token (the GC-pause
+// case: the pause may fall between a validity check and the write, so it writes regardless and
+// the fence must refuse it); it records whether it knew about the loss before and after that
+// call.
 // Args: worker, lock_port, res_port, lock, resource, history, gap_ms (a tick later than this
 // is a pause), max_ms (give up waiting for a pause).
 COROLOCK_FAULT_WORKER(s02_holder) {
@@ -53,14 +57,14 @@ COROLOCK_FAULT_WORKER(s02_holder) {
         corolock::mutex_options opts;
         opts.lease = lease;
         corolock::mutex m(io.locks, a["lock"], opts);
-        co_await m.async_acquire_for(10s, asio::use_awaitable);
+        corolock::lease l = co_await m.async_acquire_for(10s, asio::use_awaitable);
         section s;
         s.worker = worker;
         s.lock = a["lock"];
-        s.token = m.token();
+        s.token = l.token();
         s.enter_ns = monotonic_ns();
         auto lost_at = std::make_shared<std::int64_t>(0);
-        m.async_wait_lost([lost_at](error_code ec) {
+        l.async_wait_lost([lost_at](error_code ec) {
             if (ec == error::lease_lost)
                 *lost_at = monotonic_ns();
         });
@@ -76,21 +80,30 @@ COROLOCK_FAULT_WORKER(s02_holder) {
             }
             prev = now;
         }
-        const bool lost_before = m.lost();
-        s.fenced = co_await fenced_write(io.res, a["resource"], s.token, 1);
+        const bool lost_before = l.lost();
+        const bool valid_before = l.valid(); // checks the clock: false at once after the pause
+        std::uint64_t hold_token = 0;
+        {
+            const auto hold = l.hold();
+            hold_token = hold.token();
+            s.fenced = co_await fenced_write(io.res, a["resource"], hold.token(), 1);
+        }
         const auto returned = monotonic_ns();
-        const bool lost_after = m.lost();
+        const bool lost_after = l.lost();
         s.exit_ns = returned;
-        auto [rec] = co_await m.async_release(asio::as_tuple(asio::deferred));
+        auto [rec] = co_await l.async_release(asio::as_tuple(asio::deferred));
         s.release_ns = monotonic_ns();
-        s.release = rec == error::not_owner ? "not_owner" : rec ? rec.message() : "ok";
+        s.release = rec == error::lease_lost ? "lease_lost" : rec ? rec.message() : "ok";
         s.lost_ns = *lost_at;
-        s.outcome = (lost_after || s.lost_ns) ? "lost" : "ok";
+        s.outcome =
+            (lost_after || s.lost_ns || rec == corolock::condition::lock_lost) ? "lost" : "ok";
         auto r = s.to_record();
         r.fields["resumed"] = std::to_string(resumed);
         r.fields["call_returned"] = std::to_string(returned);
         r.fields["lost_before_call"] = lost_before ? "1" : "0";
+        r.fields["valid_before_call"] = valid_before ? "1" : "0";
         r.fields["lost_after_call"] = lost_after ? "1" : "0";
+        r.fields["hold_token"] = std::to_string(hold_token);
         out.write(r);
     });
     return ok ? 0 : 1;
@@ -169,18 +182,21 @@ BOOST_AUTO_TEST_CASE(paused_holder_is_told_and_fenced_out, *utf::timeout(120)) {
         // returned, was fenced out and its release touched nothing.
         BOOST_TEST(h.num("resumed") >= resumed);
         BOOST_TEST(h.text("lost_after_call") == "1");
+        BOOST_TEST(h.text("valid_before_call") == "0"); // valid() looks at the clock itself
+        BOOST_TEST(static_cast<std::uint64_t>(h.num("hold_token")) == held.token);
         BOOST_TEST(held.lost_ns != 0);
         BOOST_TEST(held.lost_ns >= resumed);
         BOOST_TEST(held.lost_ns <= h.num("call_returned"));
         BOOST_TEST(held.outcome == "lost");
         BOOST_TEST(held.fenced == 0);
-        BOOST_TEST(held.release == "not_owner");
+        BOOST_TEST(held.release == "lease_lost"); // lost before the release: nothing sent
         BOOST_TEST_MESSAGE("S2 " << tag << ": next holder in " << ms_text(n.enter_ns - stopped)
                                  << " ms after SIGSTOP (target " << (target / 1ms) << " ms, bound "
                                  << (bound / 1ms) << " ms); loss signalled "
                                  << ms_text(held.lost_ns - resumed)
                                  << " ms after SIGCONT (known before the "
                                  << "call: " << h.text("lost_before_call")
+                                 << ", valid() before: " << h.text("valid_before_call")
                                  << ", after: " << h.text("lost_after_call") << "); stale write "
                                  << held.token << " refused after " << n.token << " accepted");
         if (taken_after > target)

@@ -36,10 +36,10 @@ COROLOCK_FAULT_WORKER(s03_holder) {
         corolock::mutex_options opts;
         opts.lease = lease;
         corolock::mutex m(io.locks, a["lock"], opts);
-        co_await m.async_acquire_for(10s, asio::use_awaitable);
+        const corolock::lease l = co_await m.async_acquire_for(10s, asio::use_awaitable);
         record r{"holding", {}};
         r.fields["w"] = a["worker"];
-        r.fields["token"] = std::to_string(m.token());
+        r.fields["token"] = std::to_string(l.token());
         r.fields["enter"] = std::to_string(monotonic_ns());
         out.write(r);
         asio::steady_timer t(io.ioc, 30s);

@@ -116,11 +116,12 @@ awaitable<void> partition_scenario(redis_process& srv, const partition& p) {
     other_conn.async_run(asio::detached);
 
     const std::string name = "s5:" + p.name, released = name + ":released";
-    // `a` is watched until lost; `b` is released during the partition, so its release script
-    // is among the queued bytes.
+    // The lease of `a` is watched until lost; the lease of `b` is released during the partition,
+    // so its release script is among the queued bytes.
     corolock::mutex a(holder_conn, name, lease_opts()), b(holder_conn, released, lease_opts());
-    co_await a.async_acquire();
-    co_await b.async_acquire();
+    corolock::lease la = co_await a.async_acquire();
+    corolock::lease lb = co_await b.async_acquire();
+    const std::string a_owner(la.owner_id()), b_owner(lb.owner_id());
     co_await sleep_for(lease / 2);
     BOOST_TEST(corolock::get_lock_stats(holder_conn).renewals >= 1u);
 
@@ -129,7 +130,7 @@ awaitable<void> partition_scenario(redis_process& srv, const partition& p) {
     bool lost = false, release_done = false;
     error_code lost_ec, release_ec;
     clock_type::time_point lost_at{}, release_at{};
-    a.async_wait_lost([&](error_code ec) {
+    la.async_wait_lost([&](error_code ec) {
         lost_ec = ec;
         lost_at = clock_type::now();
         lost = true;
@@ -137,7 +138,7 @@ awaitable<void> partition_scenario(redis_process& srv, const partition& p) {
 
     const auto t_fault = clock_type::now();
     p.cut();
-    b.async_release([&](error_code ec) {
+    lb.async_release([&](error_code ec) {
         release_ec = ec;
         release_at = clock_type::now();
         release_done = true;
@@ -145,15 +146,19 @@ awaitable<void> partition_scenario(redis_process& srv, const partition& p) {
 
     // The other client takes both locks as soon as they expire.
     corolock::mutex na(other_conn, name, lease_opts()), nb(other_conn, released, lease_opts());
-    auto [ea] = co_await na.async_acquire_for(3 * lease, tuple_deferred);
+    auto [ea, lna] = co_await na.async_acquire_for(3 * lease, tuple_deferred);
     const auto t_taken = clock_type::now();
-    auto [eb] = co_await nb.async_acquire_for(3 * lease, tuple_deferred);
+    auto [eb, lnb] = co_await nb.async_acquire_for(3 * lease, tuple_deferred);
     BOOST_TEST(!ea);
     BOOST_TEST(!eb);
+    BOOST_REQUIRE(lna.owns());
+    BOOST_REQUIRE(lnb.owns());
     BOOST_REQUIRE(lost);
     BOOST_TEST(lost_ec == error::lease_lost);
-    BOOST_TEST(a.lost());
-    BOOST_TEST(!a.held());
+    BOOST_TEST(la.lost());
+    BOOST_TEST(!la.valid());
+    BOOST_TEST(la.owns());  // lost, but still to be released by its owner
+    BOOST_TEST(!lb.owns()); // consumed by its release
     const auto lost_latency = lost_at - t_fault;
     BOOST_TEST_MESSAGE(p.name << ": holder told lost " << ms(lost_latency)
                               << " ms after the cut (lease " << ms(lease) << " ms); other client"
@@ -172,34 +177,36 @@ awaitable<void> partition_scenario(redis_process& srv, const partition& p) {
     auto late_seen = [&](const std::string& owner) {
         return mon.seen.find(owner, mark) != std::string::npos;
     };
-    while (!late_seen(b.owner_id()) && clock_type::now() < t_heal + p.late_limit)
+    while (!late_seen(b_owner) && clock_type::now() < t_heal + p.late_limit)
         co_await sleep_for(10ms);
-    const bool release_arrived = late_seen(b.owner_id());
+    const bool release_arrived = late_seen(b_owner);
     const auto late_after = clock_type::now() - t_heal;
     co_await sleep_for(200ms); // let whatever came late run
     BOOST_TEST_MESSAGE(
         p.name << ": holder's queued release " << (release_arrived ? "reached" : "did NOT reach")
                << " the server " << ms(late_after) << " ms after the heal; its"
-               << " renewals " << (late_seen(a.owner_id()) ? "did" : "did not")
+               << " renewals " << (late_seen(a_owner) ? "did" : "did not")
                << "; holder's release ended with '" << release_ec.message() << "' "
                << (release_done ? ms(release_at - t_fault) : -1) << " ms after the cut");
     BOOST_TEST(release_arrived); // the late bytes really were delivered...
     // ...and touched nothing: both keys are still the new holder's, with their leases.
-    BOOST_TEST(srv.command({"HGET", name, "owner"}) == bulk(na.owner_id()));
-    BOOST_TEST(srv.command({"HGET", released, "owner"}) == bulk(nb.owner_id()));
-    BOOST_TEST(srv.command({"HGET", name, "count"}) == bulk("1"));
+    BOOST_TEST(srv.command({"HGET", name, "owner"}) == bulk(std::string(lna.owner_id())));
+    BOOST_TEST(srv.command({"HGET", released, "owner"}) == bulk(std::string(lnb.owner_id())));
+    BOOST_TEST(srv.command({"HGET", name, "token"}) == bulk(std::to_string(lna.token())));
     BOOST_TEST(srv.command({"PTTL", name}) != ":-2\r\n");
-    BOOST_TEST(na.held());
-    BOOST_TEST(!na.lost());
-    BOOST_TEST(nb.held());
+    BOOST_TEST(lna.token() > la.token());
+    BOOST_TEST(lna.valid());
+    BOOST_TEST(!lna.lost());
+    BOOST_TEST(lnb.valid());
     BOOST_TEST(release_done);
     BOOST_TEST(release_ec != error_code{}); // its outcome was never confirmed as a success
 
-    // The old holder's release sends nothing; the new holder's works.
-    auto [ra] = co_await a.async_release(tuple_deferred);
-    BOOST_TEST(ra == error::not_owner);
-    auto [rna] = co_await na.async_release(tuple_deferred);
-    auto [rnb] = co_await nb.async_release(tuple_deferred);
+    // The old holder's release sends nothing (lease_lost: it was lost before); the new
+    // holder's works.
+    auto [ra] = co_await la.async_release(tuple_deferred);
+    BOOST_TEST(ra == error::lease_lost);
+    auto [rna] = co_await lna.async_release(tuple_deferred);
+    auto [rnb] = co_await lnb.async_release(tuple_deferred);
     BOOST_TEST(!rna);
     BOOST_TEST(!rnb);
     BOOST_TEST(srv.command({"EXISTS", name, released}) == ":0\r\n");

@@ -9,6 +9,7 @@
 #include "common/redis_process.hpp"
 #include "common/test_config.hpp"
 #include <corolock/connection.hpp>
+#include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -107,12 +108,12 @@ struct monitor {
 };
 
 // Samples, from a direct side connection, whether the server agrees with the holder: whenever
-// the holder says "held" both before a query is sent and after its answer arrives, the key must
-// be the holder's with time left (the holder's deadline, counted from the send time of its last
-// renewal, must never be later than the server's expiry).
+// the holder's lease says "valid" both before a query is sent and after its answer arrives, the
+// key must be the holder's with time left (the holder's deadline, counted from the send time of
+// its last renewal, must never be later than the server's expiry).
 struct agreement_sampler {
     corolock::connection& side;
-    corolock::mutex& holder;
+    const corolock::lease& holder;
     bool stop = false;
     bool running = false;
     int samples = 0, held_samples = 0, false_success = 0, errors = 0;
@@ -120,13 +121,13 @@ struct agreement_sampler {
     awaitable<void> run() {
         running = true;
         while (!stop) {
-            const bool before = holder.held();
+            const bool before = holder.valid();
             corolock::request req;
             req.push("HGET", holder.name(), "owner");
             req.push("PTTL", holder.name());
             corolock::generic_response resp;
             auto [ec, n] = co_await side.async_exec(req, resp, tuple_deferred);
-            const bool after = holder.held();
+            const bool after = holder.valid();
             ++samples;
             if (ec) {
                 ++errors;
@@ -148,8 +149,8 @@ struct lost_probe {
     bool lost = false;
     error_code ec;
     clock_type::time_point at{};
-    void arm(corolock::mutex& m) {
-        m.async_wait_lost([this](error_code e) {
+    void arm(corolock::lease& l) {
+        l.async_wait_lost([this](error_code e) {
             ec = e;
             at = clock_type::now();
             lost = true;
@@ -169,10 +170,10 @@ awaitable<void> warm_scripts(corolock::connection& conn) {
     corolock::mutex_options o;
     o.lease = 300ms;
     corolock::mutex m(conn, "s6:warm-up", o);
-    co_await m.async_acquire();
+    corolock::lease l = co_await m.async_acquire();
     while (corolock::get_lock_stats(conn).renewals == 0)
         co_await sleep_for(20ms);
-    co_await m.async_release();
+    co_await l.async_release();
 }
 
 // ---- (b) and (c): the server stalls while a holder holds and waiters wait.
@@ -181,7 +182,8 @@ struct waiter_result {
     clock_type::time_point started{}, finished{};
     error_code ec;
     bool done = false;
-    lost_probe lost; // armed when the acquire succeeds
+    corolock::lease l; // what the acquire gave
+    lost_probe lost;   // armed when the acquire succeeds
 };
 
 // `cold`: the scripts are not cached yet, so the stall also meets NOSCRIPT retries (which once
@@ -203,10 +205,10 @@ awaitable<void> stalled_server(redis_process& srv, std::string tag, corolock::re
     monitor mon(ex);
     co_await mon.start(srv.port());
     corolock::mutex holder(holder_conn, name, lease_opts());
-    co_await holder.async_acquire();
-    const auto acquired_token = holder.token();
+    corolock::lease held = co_await holder.async_acquire();
+    const auto acquired_token = held.token();
     lost_probe probe;
-    probe.arm(holder);
+    probe.arm(held);
 
     // Waiters with a 2 s deadline, started before, at and after the stall's start: their
     // attempts meet the stall at different points of their wait.
@@ -214,23 +216,23 @@ awaitable<void> stalled_server(redis_process& srv, std::string tag, corolock::re
     const std::vector<clock_type::duration> offsets = {-1000ms, -500ms, -100ms, 0ms, 300ms, 700ms};
     const auto first_start = clock_type::now() + 100ms;
     const auto t_stall = first_start - offsets.front();
-    std::vector<std::unique_ptr<corolock::mutex>> ms_;
+    // The waiting client's one handle on the lock, shared by all its acquires.
+    corolock::mutex waiters(waiter_conn, name, lease_opts());
     std::vector<std::unique_ptr<waiter_result>> results;
     for (std::size_t i = 0; i < offsets.size(); ++i) {
-        ms_.push_back(std::make_unique<corolock::mutex>(waiter_conn, name, lease_opts()));
         results.push_back(std::make_unique<waiter_result>());
         results.back()->offset = offsets[i];
     }
     auto start_waiter = [&](std::size_t i) {
         auto& r = *results[i];
         r.started = clock_type::now();
-        auto& m = *ms_[i];
-        m.async_acquire_for(wait, [&r, &m](error_code ec) {
+        waiters.async_acquire_for(wait, [&r](error_code ec, corolock::lease l) {
             r.ec = ec;
+            r.l = std::move(l);
             r.finished = clock_type::now();
             r.done = true;
             if (!ec)
-                r.lost.arm(m);
+                r.lost.arm(r.l);
         });
     };
     bool stall_done = false;
@@ -271,7 +273,7 @@ awaitable<void> stalled_server(redis_process& srv, std::string tag, corolock::re
     BOOST_TEST((probe.at <= stall_started + lease + slack));
     long long worst_overshoot = -1000000;
     int successes = 0, late_ends = 0;
-    corolock::mutex* winner = nullptr;
+    corolock::lease* winner = nullptr;
     for (std::size_t i = 0; i < results.size(); ++i) {
         auto& r = *results[i];
         BOOST_TEST_CONTEXT(tag << " waiter started " << ms(r.offset) << " ms from the stall") {
@@ -285,12 +287,13 @@ awaitable<void> stalled_server(redis_process& srv, std::string tag, corolock::re
                 ++late_ends;
             // lease_lost: granted after its lease deadline, so given back.
             BOOST_TEST((!r.ec || r.ec == error::acquire_timeout || r.ec == error::lease_lost));
+            BOOST_TEST(r.l.owns() == !r.ec); // a lease exactly when it succeeded
             if (!r.ec) {
                 ++successes;
                 if (!r.lost.lost)
-                    winner = ms_[i].get();
+                    winner = &r.l;
                 BOOST_TEST((probe.at <= r.finished)); // the stalled holder was told first
-                BOOST_TEST(ms_[i]->token() > acquired_token);
+                BOOST_TEST(r.l.token() > acquired_token);
             }
         }
     }
@@ -319,19 +322,23 @@ awaitable<void> stalled_server(redis_process& srv, std::string tag, corolock::re
         BOOST_TEST_MESSAGE(tag << ": the server saw, for " << name << ":\n"
                                << mon.lines_with("\"" + name + "\""));
     if (winner) {
-        BOOST_TEST(srv.command({"HGET", name, "owner"}) == bulk(winner->owner_id()));
+        BOOST_TEST(srv.command({"HGET", name, "owner"}) == bulk(std::string(winner->owner_id())));
         co_await winner->async_release();
     }
-    auto [rel] = co_await holder.async_release(tuple_deferred);
-    BOOST_TEST(rel == error::not_owner); // told lost: sends nothing
-    // Nothing hangs: the lock is usable at once.
-    corolock::mutex after(holder_conn, name, lease_opts());
+    for (auto& r : results) // the other winners were told they lost: their releases say so
+        if (r->l.owns()) {
+            auto [wrel] = co_await r->l.async_release(tuple_deferred);
+            BOOST_TEST(wrel == error::lease_lost);
+        }
+    auto [rel] = co_await held.async_release(tuple_deferred);
+    BOOST_TEST(rel == error::lease_lost); // told lost: sends nothing
+    // Nothing hangs: the lock is usable at once, through the same handle.
     const auto t0 = clock_type::now();
-    auto [ea] = co_await after.async_acquire_for(2 * lease, tuple_deferred);
+    auto [ea, again] = co_await holder.async_acquire_for(2 * lease, tuple_deferred);
     BOOST_TEST(!ea);
     BOOST_TEST_MESSAGE(tag << ": next acquire took " << ms(clock_type::now() - t0) << " ms");
     if (!ea)
-        co_await after.async_release();
+        co_await again.async_release();
     mon.stop();
     holder_conn.cancel();
     waiter_conn.cancel();
@@ -372,15 +379,15 @@ BOOST_AUTO_TEST_CASE(slow_network) {
                 const std::string name = "s6:slow:" + std::to_string(phase_no++);
                 corolock::mutex holder(holder_conn, name, lease_opts());
                 corolock::mutex other(side, name, lease_opts());
-                co_await holder.async_acquire();
+                corolock::lease held = co_await holder.async_acquire();
                 lost_probe probe;
-                probe.arm(holder);
+                probe.arm(held);
                 const auto renewals0 = corolock::get_lock_stats(holder_conn).renewals;
                 const auto t0 = clock_type::now();
                 proxy.delay(direction::client_to_server, ph.one_way, ph.jitter);
                 proxy.delay(direction::server_to_client, ph.one_way, ph.jitter);
 
-                agreement_sampler sampler{side, holder};
+                agreement_sampler sampler{side, held};
                 asio::co_spawn(ex, sampler.run(), asio::detached);
                 // Another client keeps trying: it may only get the lock once the holder has
                 // been told it lost it.
@@ -390,9 +397,9 @@ BOOST_AUTO_TEST_CASE(slow_network) {
                     BOOST_TEST(!ec);
                     if (got) {
                         ++other_got;
-                        if (holder.held() || !probe.lost)
+                        if (held.valid() || !probe.lost)
                             ++overlaps;
-                        co_await other.async_release();
+                        co_await got.async_release();
                     }
                     co_await sleep_for(50ms);
                 }
@@ -419,18 +426,18 @@ BOOST_AUTO_TEST_CASE(slow_network) {
                 }
                 while (sampler.running)
                     co_await sleep_for(5ms);
-                // Nothing hangs: the release completes (not_owner when lost) promptly.
+                // Nothing hangs: the release completes (lease_lost when lost) promptly.
                 const auto tr = clock_type::now();
-                auto [rec] = co_await holder.async_release(tuple_deferred);
-                BOOST_TEST((!rec || rec == error::not_owner));
+                auto [rec] = co_await held.async_release(tuple_deferred);
+                BOOST_TEST((!rec || rec == error::lease_lost));
                 BOOST_TEST(ms(clock_type::now() - tr) < 1000);
                 if (!probe.lost)
                     BOOST_TEST(!rec);
                 // The key is free within a lease (a late renewal may have extended it).
-                auto [ea] = co_await other.async_acquire_for(2 * lease, tuple_deferred);
+                auto [ea, next] = co_await other.async_acquire_for(2 * lease, tuple_deferred);
                 BOOST_TEST(!ea);
                 if (!ea)
-                    co_await other.async_release();
+                    co_await next.async_release();
             }
             holder_conn.cancel();
             side.cancel();

@@ -2,13 +2,13 @@
 // S10 (issue 4): bad input and hostile server states. Every case must end in a typed error (or
 // in documented success), never in "acquired" by mistake, a hang or a key left behind.
 //
+// Every argument error of mutex_options and of the waits is here (invalid_lease,
+// invalid_argument, invalid_wait, invalid_name), as are empty leases, nested holds that outlive
+// their lease's release, double releases and the release of a lost lease.
 // Already covered in test/integration/mutex.cpp and connection.cpp, not repeated here:
-// lease 0 and -5 s, empty name (acquire, try_acquire), a '}' name without a hash tag, negative
-// wait (invalid_arguments_fail_before_redis); a string at the lock name for acquire,
-// try_acquire and force_unlock (wrong_type_key_is_left_untouched); release by an object that
-// never held the lock and double release (try_acquire_release_and_ownership); release after
-// the key was deleted and retaken (key_deleted_from_outside_signals_lost); fixed lease expiry
-// then release (fixed_lease_expires_and_reports_lost); a wrong password
+// a '}' name without a hash tag; a string at the lock name for acquire, try_acquire and
+// force_unlock (wrong_type_key_is_left_untouched); release after the key was deleted and
+// retaken (key_deleted_from_outside_signals_lost); a wrong password
 // (wrong_password_fails_clearly_without_retry_storm); async_run on a closed port and an exec
 // after it ended (closed_port_fails_fast); binary-safe SET/GET of a key with \0 and \r\n
 // (set_get_round_trip_binary_safe).
@@ -16,9 +16,12 @@
 #include "common/redis_process.hpp"
 #include "common/test_config.hpp"
 #include "detail/lock_scripts.hpp"
+#include <corolock/connection.hpp> // before lease.hpp, which uses `request` without including it
+#include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -28,6 +31,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -145,23 +149,25 @@ BOOST_AUTO_TEST_CASE(leases_out_of_range_fail_before_redis) {
     corolock::connection offline(idle.get_executor(), config_for_port(closed_port()), quiet());
     std::vector<std::unique_ptr<corolock::mutex>> ms;
     std::vector<error_code> got;
+    int leases = 0;
     for (const auto lease : bad) {
         for (const bool watchdog : {true, false}) {
             ms.push_back(std::make_unique<corolock::mutex>(offline, "lock:lease",
                                                            lease_of(lease, watchdog)));
             auto& m = *ms.back();
-            m.async_acquire([&](error_code ec) { got.push_back(ec); });
-            m.async_acquire_for(1s, [&](error_code ec) { got.push_back(ec); });
-            m.async_try_acquire([&](error_code ec, bool ok) {
+            auto done = [&](error_code ec, corolock::lease l) {
                 got.push_back(ec);
-                BOOST_TEST(!ok);
-            });
+                leases += l.owns();
+            };
+            m.async_acquire(done);
+            m.async_acquire_for(1s, done);
+            m.async_try_acquire(done);
         }
     }
     // An empty name and a bad lease: either is a typed argument error.
     corolock::mutex both(offline, "", lease_of(clock_type::duration::max()));
     error_code both_ec;
-    both.async_acquire([&](error_code ec) { both_ec = ec; });
+    both.async_acquire([&](error_code ec, corolock::lease) { both_ec = ec; });
     BOOST_TEST(got.empty()); // never completed inside the initiating call
     const auto t0 = clock_type::now();
     idle.run_for(2s);
@@ -172,33 +178,156 @@ BOOST_AUTO_TEST_CASE(leases_out_of_range_fail_before_redis) {
         BOOST_TEST(ec == error::invalid_lease);
         BOOST_TEST(ec == corolock::condition::invalid_argument);
     }
+    BOOST_TEST(leases == 0);
     BOOST_TEST(both_ec == corolock::condition::invalid_argument);
     BOOST_TEST(offline.stats().commands == 0u);
     BOOST_TEST(offline.stats().bytes_written == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(empty_name_fails_before_redis_on_every_lock_operation) {
+BOOST_AUTO_TEST_CASE(other_options_and_waits_out_of_range_fail_before_redis) {
+    // The rest of mutex_options, and the wait: checked by the first acquire, before anything is
+    // sent, on a connection that never runs.
+    constexpr auto year = std::chrono::hours(24 * 365);
+    struct bad_case {
+        const char* what;
+        mutex_options opts;
+        error expected;
+    };
+    std::vector<bad_case> cases;
+    auto add = [&](const char* what, auto change) {
+        mutex_options o;
+        o.lease = 1s;
+        change(o);
+        cases.push_back({what, o, error::invalid_argument});
+    };
+    add("retry_base 0", [](mutex_options& o) { o.retry_base = 0s; });
+    add("retry_base 999 us", [](mutex_options& o) { o.retry_base = 999us; });
+    add("retry_base negative", [](mutex_options& o) { o.retry_base = -1ms; });
+    add("retry_max below retry_base", [](mutex_options& o) {
+        o.retry_base = 100ms;
+        o.retry_max = 99ms;
+    });
+    add("retry_max past a year", [&](mutex_options& o) { o.retry_max = year + 1ns; });
+    add("max_hold past a year", [&](mutex_options& o) { o.max_hold = year + 1ns; });
+    add("max_hold max", [](mutex_options& o) { o.max_hold = clock_type::duration::max(); });
+    add("max_hold negative", [](mutex_options& o) { o.max_hold = -1ns; });
+    add("fence_retention 0", [](mutex_options& o) { o.fence_retention = 0s; });
+    add("fence_retention negative", [](mutex_options& o) { o.fence_retention = -1s; });
+    add("fence_retention past a year", [&](mutex_options& o) { o.fence_retention = year + 1ns; });
+
+    asio::io_context idle;
+    corolock::connection offline(idle.get_executor(), config_for_port(closed_port()), quiet());
+    std::vector<std::unique_ptr<corolock::mutex>> ms;
+    struct outcome {
+        std::string what;
+        error expected;
+        error_code ec;
+        bool done = false, leased = false;
+    };
+    std::vector<std::unique_ptr<outcome>> outcomes;
+    auto expect = [&](corolock::mutex& m, std::string what, error e, auto initiate) {
+        outcomes.push_back(std::make_unique<outcome>(outcome{std::move(what), e, {}}));
+        auto* o = outcomes.back().get();
+        initiate(m, [o](error_code ec, corolock::lease l) {
+            o->ec = ec;
+            o->leased = l.owns();
+            o->done = true;
+        });
+    };
+    for (const auto& c : cases) {
+        ms.push_back(std::make_unique<corolock::mutex>(offline, "lock:options", c.opts));
+        auto& m = *ms.back();
+        expect(m, std::string(c.what) + ", acquire", c.expected,
+               [](auto& m, auto h) { m.async_acquire(std::move(h)); });
+        expect(m, std::string(c.what) + ", acquire_for", c.expected,
+               [](auto& m, auto h) { m.async_acquire_for(1s, std::move(h)); });
+        expect(m, std::string(c.what) + ", try_acquire", c.expected,
+               [](auto& m, auto h) { m.async_try_acquire(std::move(h)); });
+    }
+    // Negative waits on a valid mutex: invalid_wait, for any negative amount.
+    ms.push_back(std::make_unique<corolock::mutex>(offline, "lock:wait", lease_of(1s)));
+    auto& valid = *ms.back();
+    for (const clock_type::duration w :
+         {clock_type::duration(-1ns), clock_type::duration(-1s), clock_type::duration::min()})
+        expect(valid, "acquire_for " + std::to_string(w.count()) + " ns", error::invalid_wait,
+               [w](auto& m, auto h) { m.async_acquire_for(w, std::move(h)); });
+    // Both wrong: the options are reported first (they are wrong for every call).
+    expect(*ms.front(), "retry_base 0, acquire_for -1 s", error::invalid_argument,
+           [](auto& m, auto h) { m.async_acquire_for(-1s, std::move(h)); });
+
+    for (const auto& o : outcomes)
+        BOOST_TEST(!o->done, o->what << ": completed inside the initiating call");
+    const auto t0 = clock_type::now();
+    idle.run_for(2s);
+    BOOST_TEST_MESSAGE(outcomes.size()
+                       << " operations with bad arguments completed in " << ms_since(t0) << " ms");
+    for (const auto& o : outcomes) {
+        BOOST_TEST_CONTEXT(o->what) {
+            BOOST_TEST(o->done);
+            BOOST_TEST(o->ec == o->expected);
+            BOOST_TEST(o->ec == corolock::condition::invalid_argument);
+            BOOST_TEST(!o->leased);
+        }
+    }
+    BOOST_TEST(offline.stats().commands == 0u);
+    BOOST_TEST(offline.stats().bytes_written == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(empty_name_and_empty_lease_fail_before_redis) {
     asio::io_context idle;
     corolock::connection offline(idle.get_executor(), config_for_port(closed_port()), quiet());
     corolock::mutex empty(offline, "");
-    error_code acquire_for_ec, force_ec, release_ec, lost_ec;
-    bool deleted = true;
-    empty.async_acquire_for(1s, [&](error_code ec) { acquire_for_ec = ec; });
-    idle.run_for(1s);
+    error_code acquire_for_ec, try_ec, force_ec, ttl_ec;
+    bool deleted = true, leased = false;
+    auto run = [&] {
+        idle.restart();
+        idle.run_for(1s);
+    };
+    empty.async_acquire_for(1s, [&](error_code ec, corolock::lease l) {
+        acquire_for_ec = ec;
+        leased = leased || l.owns();
+    });
+    run();
+    empty.async_try_acquire([&](error_code ec, corolock::lease l) {
+        try_ec = ec;
+        leased = leased || l.owns();
+    });
+    run();
     empty.async_force_unlock([&](error_code ec, bool d) { force_ec = ec, deleted = d; });
-    idle.restart();
-    idle.run_for(1s);
-    empty.async_release([&](error_code ec) { release_ec = ec; });
-    idle.restart();
-    idle.run_for(1s);
-    empty.async_wait_lost([&](error_code ec) { lost_ec = ec; });
-    idle.restart();
-    idle.run_for(1s);
+    run();
+    empty.async_remaining_ttl([&](error_code ec, std::int64_t) { ttl_ec = ec; });
+    run();
     BOOST_TEST(acquire_for_ec == error::invalid_name);
+    BOOST_TEST(try_ec == error::invalid_name);
+    BOOST_TEST(!leased);
     BOOST_TEST(force_ec == error::invalid_name);
     BOOST_TEST(!deleted);
+    BOOST_TEST(ttl_ec == error::invalid_name);
+
+    // An empty lease (what a failed or contended acquire gives) owns nothing: every operation
+    // of it answers not_owner and sends nothing. Its handlers are bound to `idle`: an empty
+    // lease knows no connection to complete on.
+    corolock::lease none;
+    BOOST_TEST(!none.owns());
+    BOOST_TEST(!none.valid());
+    BOOST_TEST(!none.lost());
+    BOOST_TEST(none.token() == 0u);
+    BOOST_TEST((none.valid_until() == clock_type::time_point::min()));
+    BOOST_TEST(none.owner_id().empty());
+    BOOST_CHECK_THROW((void)none.hold(), std::logic_error);
+    error_code release_ec, lost_ec, extend_ec, fenced_ec;
+    const corolock::fenced_script noop("return 1");
+    corolock::generic_response resp;
+    none.async_wait_lost(asio::bind_executor(idle, [&](error_code ec) { lost_ec = ec; }));
+    none.async_extend(asio::bind_executor(idle, [&](error_code ec) { extend_ec = ec; }));
+    none.async_fenced_eval(noop, {}, {}, resp,
+                           asio::bind_executor(idle, [&](error_code ec) { fenced_ec = ec; }));
+    none.async_release(asio::bind_executor(idle, [&](error_code ec) { release_ec = ec; }));
+    run();
     BOOST_TEST(release_ec == error::not_owner); // nothing held: nothing to send
     BOOST_TEST(lost_ec == error::not_owner);
+    BOOST_TEST(extend_ec == error::not_owner);
+    BOOST_TEST(fenced_ec == error::not_owner);
     BOOST_TEST(offline.stats().commands == 0u);
 }
 
@@ -206,30 +335,46 @@ BOOST_FIXTURE_TEST_CASE(lease_bounds_are_accepted_and_honoured, fixture) {
     run([&]() -> awaitable<void> {
         // The largest lease accepted: one year, sent as PX 31536000000.
         corolock::mutex year(conn, "lock:year", lease_of(std::chrono::hours(24 * 365)));
-        co_await year.async_acquire();
+        corolock::lease y = co_await year.async_acquire();
         const auto pttl = integer_of(srv.command({"PTTL", "lock:year"}));
         BOOST_TEST(pttl > 31'535'990'000LL);
         BOOST_TEST(pttl <= 31'536'000'000LL);
-        co_await year.async_release();
+        co_await y.async_release();
         BOOST_TEST(!exists("lock:year"));
 
         // Below the smallest (10 ms): refused before anything is sent.
         for (const bool watchdog : {false, true}) {
             corolock::mutex tiny(conn, "lock:tiny", lease_of(9ms, watchdog));
-            auto [ec] = co_await tiny.async_acquire_for(1s, tuple_deferred);
+            auto [ec, l] = co_await tiny.async_acquire_for(1s, tuple_deferred);
             BOOST_TEST(ec == error::invalid_lease);
-            BOOST_TEST(!tiny.held());
+            BOOST_TEST(!l.owns());
             BOOST_TEST(!exists("lock:tiny"));
         }
+        // The other options at their bounds are accepted: retry 1 ms, max_hold one year, a fence
+        // kept 1 ms past the lease (its key's TTL shows it).
+        mutex_options edge = lease_of(1s);
+        edge.retry_base = 1ms;
+        edge.retry_max = 1ms;
+        edge.max_hold = std::chrono::hours(24 * 365);
+        edge.fence_retention = 1ms;
+        corolock::mutex bounds(conn, "lock:bounds", edge);
+        corolock::lease b = co_await bounds.async_acquire_for(1s);
+        BOOST_TEST(b.valid());
+        const auto fence_ttl = integer_of(srv.command({"PTTL", "{lock:bounds}:fence"}));
+        BOOST_TEST(fence_ttl > 900);
+        BOOST_TEST(fence_ttl <= 1001);
+        co_await b.async_release();
+        BOOST_TEST(!exists("lock:bounds"));
+
         // The smallest: 10 ms is accepted and runs out by itself (fixed lease).
         corolock::mutex small(conn, "lock:small", lease_of(10ms, false));
-        co_await small.async_acquire_for(1s);
+        corolock::lease s = co_await small.async_acquire_for(1s);
         co_await sleep_for(50ms);
-        BOOST_TEST(!small.held());
-        BOOST_TEST(small.lost());
+        BOOST_TEST(!s.valid());
+        BOOST_TEST(s.lost());
         BOOST_TEST(!exists("lock:small"));
-        auto [rec] = co_await small.async_release(tuple_deferred);
-        BOOST_TEST(rec == error::not_owner);
+        auto [rec] = co_await s.async_release(tuple_deferred);
+        BOOST_TEST(rec == error::lease_lost);
     });
 }
 
@@ -245,9 +390,11 @@ BOOST_FIXTURE_TEST_CASE(names_with_nul_and_crlf_are_binary_safe, fixture) {
             std::string("\r\n*1\r\n$4\r\nPING\r\n", 16), // RESP-looking bytes
         };
         for (const auto& name : names) {
-            corolock::mutex a(conn, name, lease_of(300ms)), b(conn, name);
+            // One handle per name, shared by the holder and the waiter.
+            corolock::mutex m(conn, name, lease_of(300ms));
+            BOOST_TEST(m.name() == name);
+            corolock::lease a = co_await m.async_acquire();
             BOOST_TEST(a.name() == name);
-            co_await a.async_acquire();
             BOOST_TEST(exists(name));
             BOOST_TEST(hget(name, "owner") == bulk(a.owner_id()));
             const auto fence = corolock::detail::derived_key(name, "fence");
@@ -258,12 +405,16 @@ BOOST_FIXTURE_TEST_CASE(names_with_nul_and_crlf_are_binary_safe, fixture) {
                 BOOST_TEST(!exists(std::string_view(name).substr(0, cut)));
             // The watchdog renews the binary key (several renewals at 100 ms) ...
             co_await sleep_for(450ms);
-            BOOST_TEST(a.held());
+            BOOST_TEST(a.valid());
             BOOST_TEST(!a.lost());
             // ... and a waiter is handed the lock by the release message on the binary channel.
-            BOOST_TEST(!(co_await b.async_try_acquire()));
+            BOOST_TEST(!(co_await m.async_try_acquire()).owns());
             error_code waited = asio::error::would_block;
-            b.async_acquire_for(5s, [&](error_code ec) { waited = ec; });
+            corolock::lease b;
+            m.async_acquire_for(5s, [&](error_code ec, corolock::lease l) {
+                b = std::move(l);
+                waited = ec;
+            });
             co_await sleep_for(30ms);
             const auto pubsub = corolock::get_lock_stats(conn).pubsub_wakeups;
             const auto t0 = clock_type::now();
@@ -285,27 +436,31 @@ BOOST_FIXTURE_TEST_CASE(names_with_nul_and_crlf_are_binary_safe, fixture) {
 
 BOOST_FIXTURE_TEST_CASE(one_mebibyte_name_works, fixture) {
     // Works: Redis takes keys and channel names up to proto-max-bulk-len (512 MiB) and the
-    // library copies the name once per object; each script call carries the name (twice for the
+    // library copies the name once per handle; each script call carries the name (twice for the
     // acquire: the key and its fence key), so a renewal round costs about 1 MiB on the wire.
     run([&]() -> awaitable<void> {
         std::string name(1024 * 1024, 'k');
         for (std::size_t i = 0; i < name.size(); i += 4096)
             name[i] = static_cast<char>('a' + (i / 4096) % 26);
-        corolock::mutex a(conn, name, lease_of(300ms)), b(conn, name);
+        corolock::mutex m(conn, name, lease_of(300ms));
         auto t0 = clock_type::now();
-        co_await a.async_acquire();
+        corolock::lease a = co_await m.async_acquire();
         BOOST_TEST_MESSAGE("1 MiB name: acquired in " << ms_since(t0) << " ms");
         BOOST_TEST(
             integer_of(srv.command({"STRLEN", corolock::detail::derived_key(name, "fence")})) > 0);
         BOOST_TEST(hget(name, "owner") == bulk(a.owner_id()));
         const auto renewals = corolock::get_lock_stats(conn).renewals;
         co_await sleep_for(700ms);
-        BOOST_TEST(a.held());
+        BOOST_TEST(a.valid());
         BOOST_TEST(!a.lost());
         BOOST_TEST(corolock::get_lock_stats(conn).renewals >= renewals + 4);
-        BOOST_TEST(!(co_await b.async_try_acquire()));
+        BOOST_TEST(!(co_await m.async_try_acquire()).owns());
         error_code waited = asio::error::would_block;
-        b.async_acquire_for(5s, [&](error_code ec) { waited = ec; });
+        corolock::lease b;
+        m.async_acquire_for(5s, [&](error_code ec, corolock::lease l) {
+            b = std::move(l);
+            waited = ec;
+        });
         co_await sleep_for(50ms);
         t0 = clock_type::now();
         co_await a.async_release();
@@ -327,20 +482,18 @@ BOOST_FIXTURE_TEST_CASE(foreign_hash_without_owner_is_wrong_type_and_untouched, 
         for (const char* name : {"lock:hash", "lock:ownerless"}) {
             corolock::mutex m(conn, name);
             const auto before = srv.command({"HGETALL", name});
-            auto [ec, ok] = co_await m.async_try_acquire(tuple_deferred);
+            auto [ec, l] = co_await m.async_try_acquire(tuple_deferred);
             BOOST_TEST(ec == error::wrong_type);
             BOOST_TEST(ec == corolock::condition::server_failure);
-            BOOST_TEST(!ok);
+            BOOST_TEST(!l.owns());
             const auto t0 = clock_type::now();
-            auto [ec2] = co_await m.async_acquire_for(5s, tuple_deferred);
+            auto [ec2, l2] = co_await m.async_acquire_for(5s, tuple_deferred);
             BOOST_TEST(ec2 == error::wrong_type); // final at once, not retried until 5 s
             BOOST_TEST(ms_since(t0) < 500);
-            BOOST_TEST(!m.held());
+            BOOST_TEST(!l2.owns());
             auto [ec3, deleted] = co_await m.async_force_unlock(tuple_deferred);
             BOOST_TEST(!ec3);
             BOOST_TEST(!deleted);
-            auto [ec4] = co_await m.async_release(tuple_deferred);
-            BOOST_TEST(ec4 == error::not_owner);
             BOOST_TEST(srv.command({"HGETALL", name}) == before);
         }
         BOOST_TEST(srv.command({"PTTL", "lock:hash"}) == ":-1\r\n"); // no TTL was added
@@ -350,14 +503,15 @@ BOOST_FIXTURE_TEST_CASE(foreign_hash_without_owner_is_wrong_type_and_untouched, 
 
         // The key turns into a string while held: the next renewal reports the lease lost
         // (the renew script only extends a hash owned by us) and the string stays as it is;
-        // the release then answers not_owner without touching it.
-        corolock::mutex held(conn, "lock:replaced", lease_of(300ms));
-        co_await held.async_acquire();
+        // the release then answers lease_lost without touching it.
+        corolock::mutex m(conn, "lock:replaced", lease_of(300ms));
+        corolock::lease held = co_await m.async_acquire();
         BOOST_TEST(srv.command({"SET", "lock:replaced", "user data"}) == "+OK\r\n");
         auto [lost] = co_await held.async_wait_lost(tuple_deferred);
         BOOST_TEST(lost == error::lease_lost);
+        BOOST_TEST(held.lost());
         auto [rel] = co_await held.async_release(tuple_deferred);
-        BOOST_TEST(rel == error::not_owner);
+        BOOST_TEST(rel == error::lease_lost);
         BOOST_TEST(srv.command({"GET", "lock:replaced"}) == bulk("user data"));
         BOOST_TEST(srv.command({"PTTL", "lock:replaced"}) == ":-1\r\n");
     });
@@ -365,61 +519,98 @@ BOOST_FIXTURE_TEST_CASE(foreign_hash_without_owner_is_wrong_type_and_untouched, 
 
 BOOST_FIXTURE_TEST_CASE(foreign_and_double_release_send_nothing_and_change_nothing, fixture) {
     run([&]() -> awaitable<void> {
-        corolock::mutex owner(conn, "lock:rel"), stranger(conn, "lock:rel");
-        co_await owner.async_acquire();
+        corolock::mutex m(conn, "lock:rel");
+        corolock::lease owner = co_await m.async_acquire();
         const auto before = srv.command({"HGETALL", "lock:rel"});
-        // A stranger that never held it: not_owner, and nothing goes to the server.
+        // A contender's empty lease (it never held): not_owner, and nothing goes to the server.
+        corolock::lease stranger = co_await m.async_try_acquire();
+        BOOST_TEST(!stranger.owns());
         const auto commands = conn.stats().commands;
         auto [ec] = co_await stranger.async_release(tuple_deferred);
         BOOST_TEST(ec == error::not_owner);
         BOOST_TEST(conn.stats().commands == commands);
         BOOST_TEST(srv.command({"HGETALL", "lock:rel"}) == before);
 
-        // Reentrant holds: two acquires, three releases; the third is a double release.
-        co_await owner.async_acquire();
+        // A nested hold outlives its lease's release: that release sends nothing and succeeds,
+        // the lock stays until the hold ends, and then it goes without a call to wait for.
+        auto hold = owner.hold();
+        BOOST_TEST(hold.valid());
+        BOOST_TEST(hold.token() == owner.token());
         co_await owner.async_release();
+        BOOST_TEST(!owner.owns());
+        BOOST_TEST(conn.stats().commands == commands);
         BOOST_TEST(exists("lock:rel"));
-        co_await owner.async_release();
+        BOOST_TEST(srv.command({"HGETALL", "lock:rel"}) == before);
+        BOOST_TEST(hold.valid());
+        hold.reset();
+        for (int i = 0; i < 200 && exists("lock:rel"); ++i)
+            co_await sleep_for(1ms);
         BOOST_TEST(!exists("lock:rel"));
+        // Released twice: the lease was consumed by the first.
         auto [ec2] = co_await owner.async_release(tuple_deferred);
         BOOST_TEST(ec2 == error::not_owner);
 
         // A fixed lease runs out and someone else takes the lock: the old holder's release
         // (and its double) must leave the new holder's key exactly as it is.
-        corolock::mutex late(conn, "lock:rel", lease_of(150ms, false));
-        co_await late.async_acquire();
+        corolock::mutex fixed(conn, "lock:rel", lease_of(150ms, false));
+        corolock::lease late = co_await fixed.async_acquire();
         co_await sleep_for(250ms);
-        corolock::mutex next(conn, "lock:rel", lease_of(10s, false));
-        BOOST_TEST(co_await next.async_try_acquire());
+        corolock::mutex other(conn, "lock:rel", lease_of(10s, false));
+        corolock::lease next = co_await other.async_try_acquire();
+        BOOST_REQUIRE(next.owns());
+        BOOST_TEST(next.token() > late.token());
         const auto taken = srv.command({"HGETALL", "lock:rel"});
         const auto ttl_before = integer_of(srv.command({"PTTL", "lock:rel"}));
-        for (int i = 0; i < 2; ++i) {
-            auto [rec] = co_await late.async_release(tuple_deferred);
-            BOOST_TEST(rec == error::not_owner);
-        }
+        auto [rec] = co_await late.async_release(tuple_deferred);
+        BOOST_TEST(rec == error::lease_lost); // lost before the release: nothing sent
+        auto [rec2] = co_await late.async_release(tuple_deferred);
+        BOOST_TEST(rec2 == error::not_owner);
         BOOST_TEST(srv.command({"HGETALL", "lock:rel"}) == taken);
         BOOST_TEST(integer_of(srv.command({"PTTL", "lock:rel"})) <= ttl_before);
         BOOST_TEST(hget("lock:rel", "owner") == bulk(next.owner_id()));
-        co_await next.async_release();
+
+        // Destroying a lease releases without waiting; a lease moved over another releases
+        // the one it replaces.
+        { corolock::lease gone = std::move(next); }
+        for (int i = 0; i < 200 && exists("lock:rel"); ++i)
+            co_await sleep_for(1ms);
+        BOOST_TEST(!exists("lock:rel"));
+        corolock::lease first = co_await m.async_acquire();
+        corolock::mutex second_name(conn, "lock:rel2");
+        corolock::lease second = co_await second_name.async_acquire();
+        second = std::move(first);
+        BOOST_TEST(second.name() == "lock:rel");
+        for (int i = 0; i < 200 && exists("lock:rel2"); ++i)
+            co_await sleep_for(1ms);
+        BOOST_TEST(!exists("lock:rel2"));
+        BOOST_TEST(exists("lock:rel"));
+        co_await second.async_release();
+        BOOST_TEST(!exists("lock:rel"));
     });
 }
 
 BOOST_FIXTURE_TEST_CASE(extend_after_expiry_does_not_resurrect_the_lease, fixture) {
     run([&]() -> awaitable<void> {
-        // Fixed lease, two holds, sleep past it.
+        // Fixed lease, with a nested hold, sleep past it.
         corolock::mutex fixed(conn, "lock:expired", lease_of(200ms, false));
-        co_await fixed.async_acquire();
-        co_await fixed.async_acquire();
-        const auto old_token = fixed.token();
+        corolock::lease l = co_await fixed.async_acquire();
+        auto hold = l.hold();
+        const auto old_token = l.token();
+        const std::string old_owner(l.owner_id());
         co_await sleep_for(350ms);
         BOOST_TEST(!exists("lock:expired"));
-        BOOST_TEST(fixed.lost());
-        BOOST_TEST(!fixed.held());
+        BOOST_TEST(l.lost());
+        BOOST_TEST(!l.valid());
+        BOOST_TEST(!hold.valid());
+        // The lease's own extend: refused as lost, nothing brought back.
+        auto [xec] = co_await l.async_extend(tuple_deferred);
+        BOOST_TEST(xec == error::lease_lost);
+        BOOST_TEST(!exists("lock:expired"));
         // An extend of the expired lease, as the watchdog would send it: refused, no key.
         {
             const std::string_view keys[] = {"lock:expired"};
             const std::string lease = "200";
-            const std::string_view args[] = {fixed.owner_id(), lease};
+            const std::string_view args[] = {old_owner, lease};
             corolock::generic_response resp;
             co_await conn.async_eval(corolock::detail::renew_script(), keys, args, resp);
             std::vector<bool> renewed;
@@ -428,24 +619,43 @@ BOOST_FIXTURE_TEST_CASE(extend_after_expiry_does_not_resurrect_the_lease, fixtur
             BOOST_TEST(!renewed[0]);
             BOOST_TEST(!exists("lock:expired"));
         }
-        co_await sleep_for(300ms);
+        // Meanwhile (the same 300 ms), a live fixed lease extended before its end outlasts it.
+        corolock::mutex other(conn, "lock:extended", lease_of(200ms, false));
+        corolock::lease e = co_await other.async_acquire();
+        const auto first_end = e.valid_until();
+        co_await sleep_for(120ms);
+        co_await e.async_extend();
+        BOOST_TEST((e.valid_until() > first_end));
+        BOOST_TEST(integer_of(srv.command({"PTTL", "lock:extended"})) > 150);
+        co_await sleep_for(180ms);           // 300 ms in: past the first deadline
         BOOST_TEST(!exists("lock:expired")); // nothing of ours renews it either
-        // Acquiring again is a new acquisition: new token, one hold, the old two are gone.
-        co_await fixed.async_acquire();
-        BOOST_TEST(fixed.token() > old_token);
-        BOOST_TEST(fixed.hold_count() == 1u);
-        BOOST_TEST(hget("lock:expired", "count") == bulk("1"));
-        co_await fixed.async_release();
+        BOOST_TEST(e.valid());
+        BOOST_TEST(exists("lock:extended"));
+        co_await e.async_release();
+        BOOST_TEST(!exists("lock:extended"));
+        // Acquiring again is a new acquisition: new owner, new token; the old lease and its
+        // hold stay lost.
+        corolock::lease again = co_await fixed.async_acquire();
+        BOOST_TEST(again.token() > old_token);
+        BOOST_TEST(again.owner_id() != old_owner);
+        BOOST_TEST(hget("lock:expired", "owner") == bulk(again.owner_id()));
+        BOOST_TEST(l.lost());
+        hold.reset(); // not the last share: nothing happens
+        auto [old_rel] = co_await l.async_release(tuple_deferred);
+        BOOST_TEST(old_rel == error::lease_lost); // lost before: nothing sent
+        co_await sleep_for(20ms);
+        BOOST_TEST(hget("lock:expired", "owner") == bulk(again.owner_id()));
+        co_await again.async_release();
         BOOST_TEST(!exists("lock:expired"));
 
         // Watchdog: the key disappears under the holder. The next renewal reports the loss
         // and no later renewal recreates the key.
         corolock::mutex dog(conn, "lock:dog", lease_of(300ms));
-        co_await dog.async_acquire();
+        corolock::lease d = co_await dog.async_acquire();
         co_await sleep_for(150ms); // at least one renewal
         BOOST_TEST(srv.command({"DEL", "lock:dog"}) == ":1\r\n");
         const auto t0 = clock_type::now();
-        auto [lost] = co_await dog.async_wait_lost(tuple_deferred);
+        auto [lost] = co_await d.async_wait_lost(tuple_deferred);
         BOOST_TEST(lost == error::lease_lost);
         BOOST_TEST_MESSAGE("deleted key reported lost after " << ms_since(t0)
                                                               << " ms (renewal period 100 ms)");
@@ -456,9 +666,31 @@ BOOST_FIXTURE_TEST_CASE(extend_after_expiry_does_not_resurrect_the_lease, fixtur
             BOOST_TEST(!exists("lock:dog"));
         }
         BOOST_TEST(corolock::get_lock_stats(conn).renewals == renewals);
-        auto [rel] = co_await dog.async_release(tuple_deferred);
-        BOOST_TEST(rel == error::not_owner);
+        auto [rel] = co_await d.async_release(tuple_deferred);
+        BOOST_TEST(rel == error::lease_lost);
         BOOST_TEST(!exists("lock:dog"));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(release_of_a_lost_lease_reports_the_loss_with_a_hold_alive, fixture) {
+    // A nested hold outlives its lease's release (the last share releases). If the lease was
+    // lost before that release, the release must still answer lease_lost, as it does without a
+    // hold: the caller learns from it that its critical section may have overlapped.
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:lost-held", lease_of(10ms, false));
+        corolock::lease l = co_await m.async_acquire();
+        auto hold = l.hold();
+        co_await sleep_for(40ms);
+        BOOST_TEST(l.lost());
+        BOOST_TEST(!hold.valid());
+        BOOST_TEST(!exists("lock:lost-held"));
+        auto [rel] = co_await l.async_release(tuple_deferred);
+        BOOST_TEST(!l.owns());
+        BOOST_TEST(rel == error::lease_lost, "release of a lease lost before, with a nested hold "
+                                             "alive, answered '"
+                                                 << rel.message() << "'");
+        hold.reset();
+        BOOST_TEST(!exists("lock:lost-held"));
     });
 }
 
@@ -466,7 +698,7 @@ BOOST_FIXTURE_TEST_CASE(out_of_memory_is_an_error_not_busy, fixture) {
     run([&]() -> awaitable<void> {
         // A lock held before memory runs out.
         corolock::mutex holder(conn, "lock:oom:held", lease_of(600ms));
-        co_await holder.async_acquire();
+        corolock::lease held = co_await holder.async_acquire();
 
         BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}) == "+OK\r\n");
         const auto base = info_field(srv, "memory", "used_memory");
@@ -491,22 +723,22 @@ BOOST_FIXTURE_TEST_CASE(out_of_memory_is_an_error_not_busy, fixture) {
 
         // A free lock: a typed error at once, not "busy", not a wait until the deadline.
         corolock::mutex m(conn, "lock:oom");
-        auto [ec, ok] = co_await m.async_try_acquire(tuple_deferred);
+        auto [ec, l] = co_await m.async_try_acquire(tuple_deferred);
         BOOST_TEST_MESSAGE("try_acquire under OOM: " << ec.message() << " (" << ec << ")");
         BOOST_TEST(ec == error::server_error);
         BOOST_TEST(ec == corolock::condition::server_failure);
-        BOOST_TEST(!ok);
+        BOOST_TEST(!l.owns());
         auto t0 = clock_type::now();
-        auto [ec2] = co_await m.async_acquire_for(3s, tuple_deferred);
+        auto [ec2, l2] = co_await m.async_acquire_for(3s, tuple_deferred);
         BOOST_TEST(ec2 == error::server_error);
         BOOST_TEST(ms_since(t0) < 500);
-        BOOST_TEST(!m.held());
+        BOOST_TEST(!l2.owns());
         BOOST_TEST(!exists("lock:oom"));
         BOOST_TEST(!exists("{lock:oom}:fence"));
         // The mutex API gives the code only; the server's text is kept at the connection level.
         {
             const std::string_view keys[] = {"lock:oom", "{lock:oom}:fence"};
-            const std::string_view args[] = {m.owner_id(), "1000"};
+            const std::string_view args[] = {"0123456789abcdef0123456789abcdef", "1000", "601000"};
             corolock::generic_response resp;
             co_await conn.async_eval(corolock::detail::acquire_script(), keys, args, resp);
             const auto* e = corolock::find_error(resp);
@@ -516,38 +748,38 @@ BOOST_FIXTURE_TEST_CASE(out_of_memory_is_an_error_not_busy, fixture) {
         }
         // A held lock is truly busy, OOM or not (the acquire script writes nothing then).
         corolock::mutex contender(conn, "lock:oom:held");
-        auto [ec3, ok3] = co_await contender.async_try_acquire(tuple_deferred);
+        auto [ec3, l3] = co_await contender.async_try_acquire(tuple_deferred);
         BOOST_TEST(!ec3);
-        BOOST_TEST(!ok3);
+        BOOST_TEST(!l3.owns()); // contended: an empty lease, no error
 
         // The holder keeps its lease: PEXPIRE is allowed under OOM, so renewals go on.
         co_await sleep_for(1500ms);
-        BOOST_TEST(holder.held());
-        BOOST_TEST(!holder.lost());
+        BOOST_TEST(held.valid());
+        BOOST_TEST(!held.lost());
         const auto pttl = integer_of(srv.command({"PTTL", "lock:oom:held"}));
         BOOST_TEST(pttl > 0);
         BOOST_TEST(pttl <= 600);
 
         // Release under OOM. Whatever it answers, the state must be consistent: either the key
-        // is gone, or the release failed with a typed error and the lock is still ours and
-        // still renewed (released once memory is back).
-        auto [rel] = co_await holder.async_release(tuple_deferred);
+        // is gone, or the release failed with a typed error, the lease is consumed all the same
+        // (no renewal any more) and the key runs out with its lease.
+        const std::string owner(held.owner_id());
+        auto [rel] = co_await held.async_release(tuple_deferred);
         BOOST_TEST_MESSAGE("release under OOM: " << (rel ? rel.message() : "released"));
+        BOOST_TEST(!held.owns());
         if (rel) {
             BOOST_TEST(rel == error::server_error);
-            BOOST_TEST(holder.held());
-            BOOST_TEST(hget("lock:oom:held", "owner") == bulk(holder.owner_id()));
-            co_await sleep_for(800ms); // longer than the lease: still renewed
-            BOOST_TEST(holder.held());
-            BOOST_TEST(exists("lock:oom:held"));
+            const auto left = integer_of(srv.command({"PTTL", "lock:oom:held"}));
+            BOOST_TEST(left <= 600);
+            co_await sleep_for(std::chrono::milliseconds(left + 50));
         }
-        BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory", "0"}) == "+OK\r\n");
-        if (rel)
-            co_await holder.async_release();
         BOOST_TEST(!exists("lock:oom:held"));
+        BOOST_TEST(srv.command({"CONFIG", "SET", "maxmemory", "0"}) == "+OK\r\n");
         // Memory back: the same mutex acquires.
-        BOOST_TEST(co_await m.async_try_acquire());
-        co_await m.async_release();
+        corolock::lease back = co_await m.async_try_acquire();
+        BOOST_TEST(back.owns());
+        if (back)
+            co_await back.async_release();
     });
 }
 
@@ -571,16 +803,16 @@ BOOST_AUTO_TEST_CASE(server_requiring_auth_without_password_fails_typed_and_prom
 
             corolock::mutex m(conn, "lock:auth");
             t0 = clock_type::now();
-            auto [ec2] = co_await m.async_acquire_for(10s, tuple_deferred);
+            auto [ec2, l2] = co_await m.async_acquire_for(10s, tuple_deferred);
             BOOST_TEST_MESSAGE("acquire: " << ec2.message() << " after " << ms_since(t0) << " ms");
             BOOST_TEST((ec2 == error::auth_failed || ec2 == error::not_connected));
             BOOST_TEST(ms_since(t0) < 1000);
+            BOOST_TEST(!l2.owns());
             t0 = clock_type::now();
-            auto [ec3, ok] = co_await m.async_try_acquire(tuple_deferred);
+            auto [ec3, l3] = co_await m.async_try_acquire(tuple_deferred);
             BOOST_TEST((ec3 == error::auth_failed || ec3 == error::not_connected));
-            BOOST_TEST(!ok);
+            BOOST_TEST(!l3.owns());
             BOOST_TEST(ms_since(t0) < 1000);
-            BOOST_TEST(!m.held());
             conn.cancel();
         }(),
         30s);
@@ -620,11 +852,16 @@ BOOST_AUTO_TEST_CASE(closed_port_acquire_fails_within_max_wait_for_connection) {
         // The lock on a connection that has stopped: not_connected at once.
         corolock::mutex m(conn, "lock:closed");
         error_code acq_ec;
-        m.async_acquire([&](error_code ec) { acq_ec = ec; });
+        bool leased = false;
+        m.async_acquire([&](error_code ec, corolock::lease l) {
+            acq_ec = ec;
+            leased = l.owns();
+        });
         const auto t1 = clock_type::now();
         ioc.restart();
         ioc.run_for(5s);
         BOOST_TEST(acq_ec == error::not_connected);
+        BOOST_TEST(!leased);
         BOOST_TEST(ms_since(t1) < 200);
     }
 
@@ -640,7 +877,7 @@ BOOST_AUTO_TEST_CASE(closed_port_acquire_fails_within_max_wait_for_connection) {
             conn.async_run(asio::detached);
             corolock::mutex m(conn, "lock:closed");
             auto t0 = clock_type::now();
-            auto [ec] = co_await m.async_acquire_for(30s, tuple_deferred);
+            auto [ec, l] = co_await m.async_acquire_for(30s, tuple_deferred);
             auto took = ms_since(t0);
             BOOST_TEST_MESSAGE("acquire on a closed port: " << ec.message() << " after " << took
                                                             << " ms (max_wait_for_connection 300)");
@@ -648,10 +885,11 @@ BOOST_AUTO_TEST_CASE(closed_port_acquire_fails_within_max_wait_for_connection) {
             BOOST_TEST(ec == corolock::condition::connection_failure);
             BOOST_TEST(took >= 250);
             BOOST_TEST(took < 800);
+            BOOST_TEST(!l.owns());
             t0 = clock_type::now();
-            auto [ec2, ok] = co_await m.async_try_acquire(tuple_deferred);
+            auto [ec2, l2] = co_await m.async_try_acquire(tuple_deferred);
             BOOST_TEST(ec2 == corolock::condition::connection_failure);
-            BOOST_TEST(!ok);
+            BOOST_TEST(!l2.owns());
             BOOST_TEST(ms_since(t0) < 800);
             conn.cancel();
         }(),

@@ -80,19 +80,23 @@ COROLOCK_FAULT_WORKER(s11_holder) {
     corolock::connection conn(ioc.get_executor(), cfg, {corolock::logger::level::off, {}});
     corolock::mutex_options opts;
     opts.lease = lease;
-    opts.on_lost = [](error_code ec) { say("lost reason=%s", ec.message().c_str()); };
     corolock::mutex m(conn, name, opts);
     int status = 1;
     auto body = [&]() -> asio::awaitable<void> {
-        auto [ec] = co_await m.async_acquire_for(5s, asio::as_tuple(asio::deferred));
+        auto [ec, l] = co_await m.async_acquire_for(5s, asio::as_tuple(asio::deferred));
         if (ec) {
             say("acquire_failed error=%s", ec.message().c_str());
             co_return;
         }
+        // The lease's loss, should it come (it ends with operation_aborted at the release).
+        l.async_wait_lost([](error_code lost) {
+            if (lost != asio::error::operation_aborted)
+                say("lost reason=%s", lost.message().c_str());
+        });
         const auto steady0 = clock_type::now();
         const auto wall0 = std::chrono::system_clock::now();
         const auto renewals0 = corolock::get_lock_stats(conn).renewals;
-        say("acquired token=%llu", static_cast<unsigned long long>(m.token()));
+        say("acquired token=%llu", static_cast<unsigned long long>(l.token()));
         bool lost = false;
         asio::steady_timer tick(co_await asio::this_coro::executor);
         while (clock_type::now() - steady0 < hold) {
@@ -100,15 +104,15 @@ COROLOCK_FAULT_WORKER(s11_holder) {
             co_await tick.async_wait(asio::use_awaitable);
             const auto steady = clock_type::now() - steady0;
             const auto wall = std::chrono::system_clock::now() - wall0;
-            lost = lost || m.lost();
+            lost = lost || l.lost();
             say("tick steady_ms=%lld wall_ms=%lld held=%d lost=%d renewals=%llu", ms_of(steady),
                 static_cast<long long>(
                     std::chrono::duration_cast<std::chrono::milliseconds>(wall).count()),
-                m.held() ? 1 : 0, m.lost() ? 1 : 0,
+                l.valid() ? 1 : 0, l.lost() ? 1 : 0,
                 static_cast<unsigned long long>(corolock::get_lock_stats(conn).renewals -
                                                 renewals0));
         }
-        auto [rec] = co_await m.async_release(asio::as_tuple(asio::deferred));
+        auto [rec] = co_await l.async_release(asio::as_tuple(asio::deferred));
         say("released error=%s", rec ? rec.message().c_str() : "none");
         status = (!rec && !lost) ? 0 : 1;
     };
