@@ -36,7 +36,8 @@ struct many_result {
     double rss_per_lock = missing, heap_per_lock = missing;
     double window_s = 0;
     double window_cpu_us = 0;
-    corolock::lock_stats stats; // deltas over the window
+    corolock::lock_stats stats;   // deltas over the window
+    std::uint64_t lost_total = 0; // leases lost from the first acquire to the window's end
     std::size_t held_after = 0;
     std::uint64_t errors = 0;
     std::string first_error;
