@@ -125,9 +125,11 @@ void lease::release_impl(detail::lease_share share, handler_ec h) {
     if (!share.get())
         return fail_now(std::move(h), error::not_owner);
     const auto fallback = share.get()->spec->conn->executor();
+    const auto lost = share.get()->lost_view.load(std::memory_order_relaxed);
     auto s = share.take_for_release();
-    if (!s) // nested holds are still alive: the last of them releases
-        return deliver(std::move(h), fallback, error_code{});
+    if (!s) // nested holds are still alive: the last of them releases; a loss is still news
+        return deliver(std::move(h), fallback,
+                       lost != 0 ? error_code(static_cast<error>(lost)) : error_code{});
     auto& strand = s->spec->conn->strand();
     asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
         auto svc = s->svc;

@@ -3,6 +3,7 @@
 #define COROLOCK_LEASE_HPP
 
 #include <corolock/error.hpp>
+#include <corolock/request.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
 
@@ -134,7 +135,7 @@ public:
 
     /// Releases the lock (owner-checked compare-and-delete) and wakes its waiters. The lease is
     /// empty from the call on. With nested holds still alive, nothing is sent and this completes
-    /// at once: the last nested hold to end releases.
+    /// at once (with the loss, if the lease was lost): the last nested hold to end releases.
     ///
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: none (the lease is consumed when this is called).
