@@ -114,10 +114,22 @@ std::uint64_t nested_hold::token() const noexcept {
 void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
     if (!s)
         return fail_now(std::move(h), error::not_owner);
+    // The slot is wired here, not on the strand: a cancellation emitted before the posted
+    // registration runs must not be missed (it is posted after it, so it finds the waiter).
+    const auto id = s->next_waiter.fetch_add(1, std::memory_order_relaxed) + 1;
     auto& strand = s->spec->conn->strand();
-    asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected())
+        slot.assign(
+            [weak = std::weak_ptr<detail::lease_state>(s), id, strand](asio::cancellation_type) {
+                asio::post(strand, [weak, id] {
+                    if (auto st = weak.lock())
+                        st->svc->cancel_wait_lost(*st, id);
+                });
+            });
+    asio::post(strand, [s = std::move(s), id, h = std::move(h)]() mutable {
         auto svc = s->svc;
-        svc->wait_lost(std::move(s), std::move(h));
+        svc->wait_lost(std::move(s), id, std::move(h));
     });
 }
 

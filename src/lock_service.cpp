@@ -174,7 +174,7 @@ void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_poin
     table_.add(*s, sent);
     s->publish_deadline();
     stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
-    kick();
+    replan(lease_table::next_event(*s));
 }
 
 void lock_service::forget(lease_state& s) {
@@ -275,55 +275,46 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
                            ec = error::lease_lost;
                        } else {
                            s->publish_deadline();
-                           self->kick();
                        }
+                       self->replan(lease_table::next_event(*s));
                    }
                    deliver(std::move(done), self->conn_.executor(), ec);
                }));
 }
 
-void lock_service::wait_lost(std::shared_ptr<lease_state> s, completion h) {
-    if (s->lost_view.load(std::memory_order_relaxed) != 0) {
-        deliver(std::move(h), conn_.executor(), error_code(s->lost_reason));
-        return;
-    }
-    if (s->released) {
-        deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
-        return;
-    }
-    const auto id = ++s->next_waiter; // ids start at 1
-    auto slot = asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected())
-        slot.assign([weak = std::weak_ptr<lease_state>(s), id,
-                     strand = conn_.strand()](asio::cancellation_type) {
-            asio::post(strand, [weak, id] {
-                auto st = weak.lock();
-                if (!st)
-                    return;
-                auto& w = st->lost_waiters;
-                auto it =
-                    std::find_if(w.begin(), w.end(), [id](const auto& p) { return p.first == id; });
-                if (it == w.end())
-                    return;
-                auto h = std::move(it->second);
-                w.erase(it);
-                deliver(std::move(h), st->spec->conn->executor(),
-                        error_code(asio::error::operation_aborted));
-            });
-        });
+void lock_service::wait_lost(std::shared_ptr<lease_state> s, std::uint64_t id, completion h) {
+    if (s->lost_view.load(std::memory_order_relaxed) != 0)
+        return deliver(std::move(h), conn_.executor(), error_code(s->lost_reason));
+    if (s->released)
+        return deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
     s->lost_waiters.emplace_back(id, std::move(h));
+}
+
+void lock_service::cancel_wait_lost(lease_state& s, std::uint64_t id) {
+    auto& w = s.lost_waiters;
+    auto it = std::find_if(w.begin(), w.end(), [id](const auto& p) { return p.first == id; });
+    if (it == w.end())
+        return; // completed already
+    auto h = std::move(it->second);
+    w.erase(it);
+    deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
 }
 
 // ---------------------------------------------------------------------------------------------
 // The watchdog: one timer per connection, woken at the earliest renewal or deadline.
 
-void lock_service::kick() {
+void lock_service::replan(clock::time_point t) {
     if (!loop_running_) {
+        if (table_.empty())
+            return;
         loop_running_ = true;
         asio::post(conn_.strand(), [self = shared_from_this()] { self->run_watchdog(); });
         return;
     }
-    timer_.cancel(); // re-plan now: something may need attention before the planned wake-up
+    // Wake the loop only when something needs it before its planned wake-up (or to let it stop):
+    // adding a lease or a renewal reply costs O(1), not a walk over every lease.
+    if (table_.empty() || t < planned_)
+        timer_.cancel();
 }
 
 void lock_service::run_watchdog() {
@@ -377,6 +368,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
             if (!ec && renewed.size() != batch.size())
                 ec = error::unexpected_reply;
             const auto now = clock::now();
+            auto earliest = clock::time_point::max();
             for (std::size_t i = 0; i < batch.size(); ++i) {
                 auto& s = *batch[i];
                 if (!lease_table::contains(s))
@@ -393,8 +385,10 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                     s.publish_deadline();
                     self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);
                 }
+                if (lease_table::contains(s))
+                    earliest = std::min(earliest, lease_table::next_event(s));
             }
-            self->kick(); // re-plan (and stop if nothing is left to watch)
+            self->replan(earliest);
         }));
 }
 

@@ -67,12 +67,12 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     std::atomic<bool> released_explicitly{false};
     std::atomic<clock::rep> valid_until_view{0};
     std::atomic<int> lost_view{0}; // an `error` value once lost
+    std::atomic<std::uint64_t> next_waiter{0};
 
     // Strand only (and the lease_watch base).
     bool released = false;
     error lost_reason{};
     std::vector<std::pair<std::uint64_t, completion>> lost_waiters;
-    std::uint64_t next_waiter = 0;
 
     std::string_view owner_view() const noexcept { return {owner.data(), owner.size()}; }
     void publish_deadline() noexcept {
@@ -106,7 +106,8 @@ public:
     // Releases `s` (its last share is gone); `done` (may be empty) gets the outcome.
     void release(std::shared_ptr<lease_state> s, completion done);
     void extend(std::shared_ptr<lease_state> s, completion done);
-    void wait_lost(std::shared_ptr<lease_state> s, completion h);
+    void wait_lost(std::shared_ptr<lease_state> s, std::uint64_t id, completion h);
+    void cancel_wait_lost(lease_state& s, std::uint64_t id);
 
     void on_connection_stopped();
     lock_stats stats() const;
@@ -123,8 +124,8 @@ private:
         std::shared_ptr<listener> sub;
     };
     void on_release_message(const std::string& name);
-    void forget(lease_state& s); // out of the watchdog's table
-    void kick();
+    void forget(lease_state& s);      // out of the watchdog's table
+    void replan(clock::time_point t); // something needs attention at t
     void run_watchdog();
     void renew(std::vector<std::shared_ptr<lease_state>> batch);
     const logger& log() const noexcept { return conn_.log(); }
