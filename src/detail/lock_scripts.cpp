@@ -77,9 +77,10 @@ if kind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0 then
   return redis.error_reply('WRONGTYPE the key at the lock name is not a corolock lock')
 end
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
--- DEL and PUBLISH only, which Redis allows even when out of memory.
+-- DEL and PUBLISH only, which Redis allows even when out of memory. The PUBLISH may be refused
+-- (an ACL user without channel rights): the release stands, waiters retry on their timers.
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], 'released')
+redis.pcall('PUBLISH', ARGV[2], 'released')
 return 1
 )lua");
     return s;
@@ -108,7 +109,7 @@ if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
   return 0
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[1], 'released')
+redis.pcall('PUBLISH', ARGV[1], 'released')
 return 1
 )lua");
     return s;

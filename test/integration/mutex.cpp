@@ -1697,4 +1697,61 @@ BOOST_FIXTURE_TEST_CASE(lost_leases_and_undos_are_logged, fixture) {
     });
 }
 
+BOOST_AUTO_TEST_CASE(waiters_without_channel_rights_fall_back_to_their_timers) {
+    // Redis 7 gives a new ACL user no channel rights: the lock's SUBSCRIBE is refused. Waiters
+    // must still get the lock (on their back-off timers), every reply must still match (a
+    // shifted reply once made a try_acquire of a held lock answer "acquired"), and the refusal
+    // is logged once, clearly.
+    redis_process srv({"--user", "app", "on", ">pw", "~*", "+@all"});
+    asio::io_context ioc;
+    auto cfg = config_for(srv);
+    cfg.username = "app";
+    cfg.password = "pw";
+    log_capture logs;
+    corolock::connection conn(ioc.get_executor(), cfg, logs.make());
+    corolock::connection other(ioc.get_executor(), cfg, quiet());
+    int inside = 0, most = 0, done = 0, wrong = 0;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            other.async_run(asio::detached);
+            corolock::mutex m(conn, "acl:lock", lease_of(2s));
+            corolock::mutex held_elsewhere(other, "acl:held", lease_of(5s));
+            auto h = co_await held_elsewhere.async_acquire(asio::use_awaitable);
+            corolock::mutex probe(conn, "acl:held", lease_of(5s));
+            auto holder = co_await m.async_acquire(asio::use_awaitable);
+            auto ex = co_await asio::this_coro::executor;
+            for (int i = 0; i < 10; ++i)
+                asio::co_spawn(
+                    ex,
+                    [&]() -> awaitable<void> {
+                        auto l = co_await m.async_acquire_for(10s, asio::use_awaitable);
+                        most = std::max(most, ++inside);
+                        // A try of a lock held by another connection must say "held".
+                        auto [ec, other_lease] =
+                            co_await probe.async_try_acquire(tuple_use_awaitable);
+                        wrong += ec || other_lease.owns();
+                        co_await sleep_for(2ms);
+                        --inside;
+                        co_await l.async_release(asio::use_awaitable);
+                        ++done;
+                    },
+                    asio::detached);
+            co_await sleep_for(100ms); // every waiter queues; the SUBSCRIBE is refused
+            co_await holder.async_release(asio::use_awaitable);
+            for (int i = 0; i < 500 && done < 10; ++i)
+                co_await sleep_for(20ms);
+            co_await h.async_release(asio::use_awaitable);
+            conn.cancel();
+            other.cancel();
+        }(),
+        60s);
+    BOOST_TEST(done == 10);
+    BOOST_TEST(most == 1);
+    BOOST_TEST(wrong == 0);
+    BOOST_TEST(logs.count("get no release messages") == 1u);
+    BOOST_TEST(logs.contains("subscription refused"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
