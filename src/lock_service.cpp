@@ -143,8 +143,26 @@ void lock_service::on_release_message(const std::string& name) {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return;
+    if (it->second.own_releases > 0) {
+        --it->second.own_releases; // the head was woken when we sent the release
+        return;
+    }
     if (const auto head = it->second.q.on_release()) {
         stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
+        acquire_op::from_id(head).wake();
+    }
+}
+
+// A lease of this connection is being released while local acquisitions wait for the name: the
+// head's attempt goes out right behind the release, in the same write, so the lock changes hands
+// in one round trip instead of two (release, message, attempt). The release's own message, which
+// arrives before either reply, is then not a wake-up any more.
+void lock_service::hand_off(const std::string& name) {
+    auto it = queues_.find(name);
+    if (it == queues_.end())
+        return;
+    if (const auto head = it->second.q.on_release()) {
+        ++it->second.own_releases;
         acquire_op::from_id(head).wake();
     }
 }
@@ -226,6 +244,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                    bool released = false;
                    if (!ec)
                        ec = decode_release(*resp, released);
+                   if (!released) // no message will come for this release
+                       if (auto it = self->queues_.find(s->spec->name);
+                           it != self->queues_.end() && it->second.own_releases > 0)
+                           --it->second.own_releases;
                    if (!ec && !released) {
                        // Gone or taken before we released: the section may have overlapped.
                        ec = error::lease_lost;
@@ -244,6 +266,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                    if (done)
                        deliver(std::move(done), self->conn_.executor(), ec);
                }));
+    hand_off(s->spec->name);
 }
 
 void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {

@@ -122,7 +122,10 @@ private:
     struct name_queue {
         waiter_queue q;
         std::shared_ptr<listener> sub;
+        // Release messages of our own releases still to come: their head already attempts.
+        std::size_t own_releases = 0;
     };
+    void hand_off(const std::string& name);
     void on_release_message(const std::string& name);
     void forget(lease_state& s);      // out of the watchdog's table
     void replan(clock::time_point t); // something needs attention at t

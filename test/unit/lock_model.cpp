@@ -260,6 +260,11 @@ private:
         note("release op " + std::to_string(a.id));
         a.released = true;
         procs_[a.proc].out.push_back({request::release, 0, a.owner, a.name});
+        // The hand-off: the local head's attempt goes right behind the release.
+        auto it = procs_[a.proc].queues.find(a.name);
+        if (it != procs_[a.proc].queues.end())
+            if (const auto h = it->second.on_release())
+                wake(ops_[h - 1]);
     }
 
     void deliver(int p) {
