@@ -163,6 +163,7 @@ void lock_service::hand_off(const std::string& name) {
         return;
     if (const auto head = it->second.q.on_release()) {
         ++it->second.own_releases;
+        stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
         acquire_op::from_id(head).wake();
     }
 }
@@ -434,9 +435,10 @@ void lock_service::on_connection_stopped() {
 lock_stats lock_service::stats() const {
     constexpr auto r = std::memory_order_relaxed;
     const auto& c = stats_;
-    return {c.attempts.load(r), c.pubsub_wakeups.load(r), c.timer_wakeups.load(r),
-            c.renewals.load(r), c.renewal_calls.load(r),  c.leases_lost.load(r),
-            c.undos.load(r),    c.leases_held.load(r),    c.waiters.load(r)};
+    return {c.attempts.load(r),      c.pubsub_wakeups.load(r), c.handoffs.load(r),
+            c.timer_wakeups.load(r), c.renewals.load(r),       c.renewal_calls.load(r),
+            c.leases_lost.load(r),   c.undos.load(r),          c.leases_held.load(r),
+            c.waiters.load(r)};
 }
 
 } // namespace corolock::detail

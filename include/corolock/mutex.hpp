@@ -47,6 +47,7 @@ struct mutex_options {
 struct lock_stats {
     std::uint64_t attempts = 0;       ///< acquire scripts sent
     std::uint64_t pubsub_wakeups = 0; ///< waiting heads woken by a release message
+    std::uint64_t handoffs = 0;       ///< waiting heads woken by a release sent on this connection
     std::uint64_t timer_wakeups = 0;  ///< waiting heads woken by the fallback timer
     std::uint64_t renewals = 0;       ///< leases renewed by the watchdog
     std::uint64_t renewal_calls = 0;  ///< renew scripts sent (each renews up to 100 leases)

@@ -113,8 +113,8 @@ public:
     lock_stats stats() const;
 
     struct counters {
-        std::atomic<std::uint64_t> attempts{0}, pubsub_wakeups{0}, timer_wakeups{0}, renewals{0},
-            renewal_calls{0}, leases_lost{0}, undos{0}, leases_held{0}, waiters{0};
+        std::atomic<std::uint64_t> attempts{0}, pubsub_wakeups{0}, handoffs{0}, timer_wakeups{0},
+            renewals{0}, renewal_calls{0}, leases_lost{0}, undos{0}, leases_held{0}, waiters{0};
     } stats_;
 
 private:
