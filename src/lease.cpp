@@ -64,10 +64,7 @@ std::shared_ptr<detail::lease_state> lease::state() const noexcept {
 }
 
 bool lease::valid() const noexcept {
-    const auto* s = share_.get();
-    return s && s->lost_view.load(std::memory_order_relaxed) == 0 &&
-           clock::now().time_since_epoch().count() <
-               s->valid_until_view.load(std::memory_order_relaxed);
+    return share_.get() && share_.get()->valid_now();
 }
 
 clock::time_point lease::valid_until() const noexcept {
@@ -101,10 +98,7 @@ nested_hold lease::hold() const {
 }
 
 bool nested_hold::valid() const noexcept {
-    const auto* s = share_.get();
-    return s && s->lost_view.load(std::memory_order_relaxed) == 0 &&
-           clock::now().time_since_epoch().count() <
-               s->valid_until_view.load(std::memory_order_relaxed);
+    return share_.get() && share_.get()->valid_now();
 }
 
 std::uint64_t nested_hold::token() const noexcept {
@@ -178,8 +172,7 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     if (!st)
         return fail_now(std::move(h), error::not_owner);
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
-    if (lost != 0 || clock::now().time_since_epoch().count() >=
-                         st->valid_until_view.load(std::memory_order_relaxed))
+    if (!st->valid_now())
         return deliver(std::move(h), st->spec->conn->executor(),
                        error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
     auto ex = asio::get_associated_executor(h, st->spec->conn->executor());

@@ -75,6 +75,12 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     std::vector<std::pair<std::uint64_t, completion>> lost_waiters;
 
     std::string_view owner_view() const noexcept { return {owner.data(), owner.size()}; }
+    // Not reported lost and before its local deadline (any thread).
+    bool valid_now() const noexcept {
+        return lost_view.load(std::memory_order_relaxed) == 0 &&
+               clock::now().time_since_epoch().count() <
+                   valid_until_view.load(std::memory_order_relaxed);
+    }
     void publish_deadline() noexcept {
         valid_until_view.store(valid_until.time_since_epoch().count(), std::memory_order_relaxed);
     }
