@@ -24,6 +24,7 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
     const std::string_view args[] = {
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
     req_ = std::make_shared<request>(connection::make_evalsha(acquire_script(), keys, args));
+    resp_.reserve(3); // the reply's shape: an array of two integers
 }
 
 void acquire_op::start() {

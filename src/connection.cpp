@@ -791,6 +791,13 @@ void connection::async_exec_impl(
 request connection::make_evalsha(const script& s, std::span<const std::string_view> keys,
                                  std::span<const std::string_view> args) {
     request r;
+    // One allocation: every blob costs its bytes plus at most 16 of framing ($<len>\r\n...\r\n).
+    std::size_t size = 16 + (16 + 7) + (16 + 40) + 16 + 16;
+    for (auto k : keys)
+        size += k.size() + 16;
+    for (auto a : args)
+        size += a.size() + 16;
+    r.reserve(size);
     auto& p = detail::request_access::payload(r);
     resp3::add_header(p, resp3::type::array, 3 + keys.size() + args.size());
     resp3::add_blob(p, "EVALSHA");

@@ -257,8 +257,9 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                                        describe(*s->spec) +
                                            "lease found lost at release (expired or taken)");
                    } else if (ec) {
-                       // Aborted: the connection is being stopped by its owner.
-                       self->log().log(ec == asio::error::operation_aborted
+                       // Aborted or not connected: the connection is stopped by its owner.
+                       self->log().log(ec == asio::error::operation_aborted ||
+                                               ec == error::not_connected
                                            ? logger::level::debug
                                            : logger::level::warning,
                                        describe(*s->spec) + "release failed (" + ec.message() +
