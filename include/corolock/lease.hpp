@@ -77,6 +77,8 @@ class nested_hold;
 ///
 /// Thread safety: one lease is used by one coroutine at a time, as a `std::unique_lock`; the
 /// getters may be called from any thread.
+/// Lifetime: a lease keeps its connection's state alive, but not the connection's execution
+/// context: destroy leases before the io_context they were acquired on (as any Asio object).
 class lease {
 public:
     using clock = std::chrono::steady_clock;
