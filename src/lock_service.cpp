@@ -237,7 +237,12 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     forget(*s);
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->channel};
-    auto req = std::make_shared<request>(connection::make_evalsha(release_script(), keys, args));
+    // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
+    // NOSCRIPT, so the release cannot be re-queued behind that attempt.
+    const bool hand_over = queues_.find(s->spec->name) != queues_.end();
+    auto req = std::make_shared<request>(
+        hand_over ? make_eval(release_script(), keys, args)
+                  : connection::make_evalsha(release_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
     start_eval(s->spec->conn, release_script(), req, *resp,
                asio::bind_executor(conn_.strand(), [self = shared_from_this(), s, req, resp,
@@ -268,7 +273,8 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                    if (done)
                        deliver(std::move(done), self->conn_.executor(), ec);
                }));
-    hand_off(s->spec->name);
+    if (hand_over)
+        hand_off(s->spec->name);
 }
 
 void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {

@@ -1757,4 +1757,47 @@ BOOST_AUTO_TEST_CASE(waiters_without_channel_rights_fall_back_to_their_timers) {
     BOOST_TEST(logs.contains("subscription refused"));
 }
 
+BOOST_FIXTURE_TEST_CASE(a_release_hands_the_lock_to_a_local_waiter_in_one_write, fixture) {
+    // Holder and waiter on one connection: the waiter's attempt goes out behind the release, in
+    // the same write, instead of waiting for the release message (two round trips).
+    auto cfg = config_for(srv);
+    cfg.health_check_interval = clock_type::duration::zero(); // no PING in the counted writes
+    corolock::connection quiet_conn(ioc.get_executor(), cfg, quiet());
+    run([&]() -> awaitable<void> {
+        quiet_conn.async_run(asio::detached);
+        auto opts = lease_of(10s, false);
+        opts.retry_base = opts.retry_max = 10s; // no fallback attempt in the counted window
+        corolock::mutex m(quiet_conn, "lock:handoff", opts);
+        lease a = co_await m.async_acquire();
+        error_code got = asio::error::would_block;
+        lease b;
+        m.async_acquire_for(5s, [&](error_code ec, lease l) {
+            got = ec;
+            b = std::move(l);
+        });
+        co_await sleep_for(50ms); // b has tried, subscribed and retried: it waits as head
+        // c waits behind b, so that b's leaving does not empty the queue (an UNSUBSCRIBE would
+        // be one more write).
+        error_code c_got = asio::error::would_block;
+        m.async_acquire_for(5s, [&](error_code ec, lease) { c_got = ec; });
+        co_await sleep_for(20ms);
+        const auto before = corolock::get_lock_stats(quiet_conn);
+        const auto writes = quiet_conn.stats().writes;
+        co_await a.async_release();
+        BOOST_TEST(co_await eventually([&] { return got != asio::error::would_block; }, 2s, 1ms));
+        BOOST_TEST(!got);
+        BOOST_TEST(b.valid());
+        const auto after = corolock::get_lock_stats(quiet_conn);
+        BOOST_TEST(after.handoffs - before.handoffs == 1u);
+        BOOST_TEST(after.pubsub_wakeups == before.pubsub_wakeups); // its own message is no wake-up
+        BOOST_TEST(after.attempts - before.attempts == 1u);        // one attempt, granted
+        BOOST_TEST(quiet_conn.stats().writes - writes == 1u);      // release + attempt, one write
+        BOOST_TEST(owner("lock:handoff") == "$32\r\n" + std::string(b.owner_id()) + "\r\n");
+        co_await b.async_release();
+        BOOST_TEST(co_await eventually([&] { return c_got != asio::error::would_block; }, 2s));
+        BOOST_TEST(!c_got); // and c gets it from b the same way
+        quiet_conn.cancel();
+    });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
