@@ -28,20 +28,6 @@ struct claim_access {
 
 namespace {
 
-// Completes `h` on its associated executor (else `fallback`), reached through a post to
-// `fallback`: never inside the initiating call, and never inside the connection's strand.
-template <class Handler, class Executor, class... Args>
-void complete_later(Handler h, const Executor& fallback, Args&&... args) {
-    asio::post(fallback,
-               [h = std::move(h), fallback, ... args = std::forward<Args>(args)]() mutable {
-                   auto ex = asio::get_associated_executor(h, fallback);
-                   asio::dispatch(ex, [h = std::move(h), ... args = std::move(args)]() mutable {
-                       asio::get_associated_cancellation_slot(h).clear();
-                       std::move(h)(std::move(args)...);
-                   });
-               });
-}
-
 // Deletes a claim nobody will use (its caller was cancelled before the reply came), so that it
 // does not block the key for its window.
 void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const std::string& key,
@@ -99,7 +85,7 @@ struct claim_call {
         claim c;
         if (!ec && claimed)
             c = claim_access::make(conn, std::move(key), std::move(owner), valid_until);
-        complete_later(std::move(handler), conn->executor(), ec, std::move(c));
+        deliver(std::move(handler), conn->executor(), ec, std::move(c));
     }
 
     void on_cancel() {
@@ -109,8 +95,8 @@ struct claim_call {
         // Unwritten: the SET is removed and never sent. Written: its reply is still read, and
         // on_reply gives back a claim it made.
         inner.emit(asio::cancellation_type::total);
-        complete_later(std::move(handler), conn->executor(),
-                       error_code(asio::error::operation_aborted), claim{});
+        deliver(std::move(handler), conn->executor(), error_code(asio::error::operation_aborted),
+                claim{});
     }
 };
 
@@ -120,7 +106,7 @@ void async_claim_impl(connection& conn, std::string key,
                       std::chrono::steady_clock::duration retention, claim_handler handler) {
     auto impl = conn.impl().shared_from_this();
     if (auto ec = validate_claim(key, retention)) {
-        complete_later(std::move(handler), impl->executor(), ec, claim{});
+        deliver(std::move(handler), impl->executor(), ec, claim{});
         return;
     }
     auto slot = asio::get_associated_cancellation_slot(handler);
@@ -185,8 +171,7 @@ void claim::give_back_impl(boost::asio::any_completion_handler<void(error_code)>
     if (!conn) {
         // No connection to fall back on (an empty claim): the system executor only hops off
         // the initiating call.
-        detail::complete_later(std::move(handler), asio::system_executor(),
-                               error_code(error::not_owner));
+        detail::deliver(std::move(handler), asio::system_executor(), error_code(error::not_owner));
         return;
     }
     const std::string_view keys[] = {key};

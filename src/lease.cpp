@@ -6,7 +6,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
 
 namespace corolock {
 
@@ -50,12 +49,6 @@ fenced_script::fenced_script(std::string_view body) : script_(detail::make_fence
 namespace {
 
 const std::string empty_name;
-
-template <class Handler>
-void fail_now(Handler h, error_code ec) {
-    // No connection to fall back on: the handler's executor (system_executor if it has none).
-    deliver(std::move(h), asio::system_executor(), ec);
-}
 
 } // namespace
 
@@ -106,8 +99,6 @@ std::uint64_t nested_hold::token() const noexcept {
 }
 
 void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
-    if (!s)
-        return fail_now(std::move(h), error::not_owner);
     // The slot is wired here, not on the strand: a cancellation emitted before the posted
     // registration runs must not be missed (it is posted after it, so it finds the waiter).
     const auto id = s->next_waiter.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -128,8 +119,6 @@ void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h)
 }
 
 void lease::release_impl(detail::lease_share share, handler_ec h) {
-    if (!share.get())
-        return fail_now(std::move(h), error::not_owner);
     const auto fallback = share.get()->spec->conn->executor();
     const auto lost = share.get()->lost_view.load(std::memory_order_relaxed);
     auto s = share.take_for_release();
@@ -144,8 +133,6 @@ void lease::release_impl(detail::lease_share share, handler_ec h) {
 }
 
 void lease::extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
-    if (!s)
-        return fail_now(std::move(h), error::not_owner);
     auto& strand = s->spec->conn->strand();
     asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
         auto svc = s->svc;
@@ -169,8 +156,6 @@ std::shared_ptr<request> lease::fenced_request(const fenced_script& s,
 
 void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
                         std::shared_ptr<request> req, generic_response& resp, handler_ec h) {
-    if (!st)
-        return fail_now(std::move(h), error::not_owner);
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
     if (!st->valid_now())
         return deliver(std::move(h), st->spec->conn->executor(),

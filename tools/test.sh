@@ -96,7 +96,7 @@ stage_tsan() {
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
         -DCOROLOCK_SANITIZE=thread -DCOROLOCK_BUILD_EXAMPLES=OFF -DCOROLOCK_BUILD_BENCH=OFF
     cmake --build build-tsan -j"$JOBS" --target corolock_unit_tests corolock_integration_tests
-    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
     run_ctest tsan --test-dir build-tsan -L 'unit|integration' -E header_check
 }
 

@@ -8,8 +8,10 @@
 #include <corolock/script.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -51,6 +53,14 @@ public:
 private:
     std::shared_ptr<lease_state> state_;
 };
+// An operation on an empty lease fails with not_owner on the handler's own executor (an empty
+// lease has no connection to fall back on), while the handler's type is still known.
+template <class Handler>
+void fail_empty(Handler h) {
+    auto ex = boost::asio::get_associated_executor(h);
+    boost::asio::post(ex,
+                      [h = std::move(h)]() mutable { std::move(h)(error_code(error::not_owner)); });
+}
 } // namespace detail
 
 /// A Lua write that runs only while the caller's fencing token is the newest for its lock
@@ -77,6 +87,9 @@ class nested_hold;
 ///
 /// Thread safety: one lease is used by one coroutine at a time, as a `std::unique_lock`; the
 /// getters may be called from any thread.
+/// Executors: operations complete on the token's associated executor, else the connection's; on
+/// an empty lease (no connection) on the token's associated executor, which is the system
+/// executor for a plain callback.
 /// Lifetime: a lease keeps its connection's state alive, but not the connection's execution
 /// context: destroy leases before the io_context they were acquired on (as any Asio object).
 class lease {
@@ -130,6 +143,8 @@ public:
     auto async_wait_lost(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::lease_state> s) {
+                if (!s)
+                    return detail::fail_empty(std::move(handler));
                 wait_lost_impl(std::move(s), std::move(handler));
             },
             token, state());
@@ -152,6 +167,8 @@ public:
     auto async_release(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, detail::lease_share share) {
+                if (!share.get())
+                    return detail::fail_empty(std::move(handler));
                 release_impl(std::move(share), std::move(handler));
             },
             token, std::move(share_));
@@ -171,6 +188,8 @@ public:
     auto async_extend(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::lease_state> s) {
+                if (!s)
+                    return detail::fail_empty(std::move(handler));
                 extend_impl(std::move(s), std::move(handler));
             },
             token, state());
@@ -195,6 +214,8 @@ public:
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::lease_state> st, const fenced_script* s,
                std::shared_ptr<request> req, generic_response* resp) {
+                if (!st)
+                    return detail::fail_empty(std::move(handler));
                 fenced_impl(std::move(st), *s, std::move(req), *resp, std::move(handler));
             },
             token, state(), &s, std::move(req), &resp);
