@@ -16,6 +16,8 @@ namespace asio = boost::asio;
 
 namespace {
 
+constexpr std::size_t max_handoff_streak = 4;
+
 std::int64_t to_ms(clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -238,8 +240,16 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->channel};
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
-    // NOSCRIPT, so the release cannot be re-queued behind that attempt.
-    const bool hand_over = queues_.find(s->spec->name) != queues_.end();
+    // NOSCRIPT, so the release cannot be re-queued behind that attempt. At most
+    // `max_handoff_streak` in a row: a process whose coroutines keep handing the lock to each
+    // other would otherwise starve every other process (their waiters need the release message,
+    // one round trip behind). After the streak one release goes out plain, and every process's
+    // head races for it on the message.
+    bool hand_over = false;
+    if (auto it = queues_.find(s->spec->name); it != queues_.end()) {
+        hand_over = it->second.handoff_streak < max_handoff_streak;
+        it->second.handoff_streak = hand_over ? it->second.handoff_streak + 1 : 0;
+    }
     auto req = std::make_shared<request>(
         hand_over ? make_eval(release_script(), keys, args)
                   : connection::make_evalsha(release_script(), keys, args));

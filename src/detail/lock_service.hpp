@@ -130,6 +130,8 @@ private:
         std::shared_ptr<listener> sub;
         // Release messages of our own releases still to come: their head already attempts.
         std::size_t own_releases = 0;
+        // Hand-offs in a row: bounded, so that waiters of other processes get their turn.
+        std::size_t handoff_streak = 0;
     };
     void hand_off(const std::string& name);
     void on_release_message(const std::string& name);
