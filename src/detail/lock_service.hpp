@@ -17,7 +17,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <array>
 #include <atomic>
 #include <map>
 #include <memory>

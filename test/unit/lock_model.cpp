@@ -260,7 +260,9 @@ private:
         note("release op " + std::to_string(a.id));
         a.released = true;
         procs_[a.proc].out.push_back({request::release, 0, a.owner, a.name});
-        // The hand-off: the local head's attempt goes right behind the release.
+        // The hand-off: the local head's attempt goes right behind the release. (The driver
+        // bounds it to 4 in a row for fairness between processes; the invariants checked here
+        // hold with or without it, so the model always hands off.)
         auto it = procs_[a.proc].queues.find(a.name);
         if (it != procs_[a.proc].queues.end())
             if (const auto h = it->second.on_release())
