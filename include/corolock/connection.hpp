@@ -123,10 +123,13 @@ public:
     /// `cancel()`; after any loss it reconnects with capped exponential back-off and full jitter.
     ///
     /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: the connection must outlive the operation.
     /// Executor: completes on the token's associated executor (else the connection's).
     /// Cancellation: terminal (the same as `cancel()`).
     /// Errors: `operation_aborted` after cancel; when reconnection is off
-    /// (`reconnect_wait == 0`), the error that ended the connection.
+    /// (`reconnect_wait == 0`), the error that ended the connection; `operation_in_progress`
+    /// for a second `async_run`.
+    /// Thread safety: any thread; once per connection.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_run(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
@@ -150,6 +153,7 @@ public:
     /// `generic_response`, which does not), and with `ignore` the code of the first error reply
     /// (`classify_server_error`: `server_error`, `wrong_type`, a `condition::not_executed` code,
     /// or `subscribe_refused` for a refused subscription command).
+    /// Thread safety: any thread, concurrently with every other request.
     template <class Response, class CompletionToken = boost::asio::deferred_t>
     auto async_exec(const request& req, Response& resp, CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
@@ -173,7 +177,11 @@ public:
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: `s` and `resp` must stay valid until completion; keys and args are
     /// copied before the call returns.
-    /// Cancellation and errors: as `async_exec`.
+    /// Executor: as `async_exec`.
+    /// Cancellation: as `async_exec`.
+    /// Errors: as `async_exec`; the script's own error reply gives `server_error` (or its
+    /// `classify_server_error` code), with the text in `resp`.
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_eval(const script& s, std::span<const std::string_view> keys,
                     std::span<const std::string_view> args, generic_response& resp,

@@ -98,23 +98,46 @@ public:
         return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
     }
 
-    /// As async_acquire, but gives up after `wait` with `error::acquire_timeout`
-    /// (`invalid_wait` if negative). Any duration is accepted: a huge one means "forever".
+    /// As async_acquire, but gives up after `wait`. Any duration is accepted: a huge one means
+    /// "forever".
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `acquire_timeout` when `wait` passed first and
+    /// `invalid_wait` when it is negative (before anything is sent).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
         return initiate(wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
                         false, std::forward<CompletionToken>(token));
     }
 
-    /// As async_acquire, but gives up at `deadline` with `error::acquire_timeout`.
+    /// As async_acquire, but gives up at `deadline`.
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `acquire_timeout` when the deadline passed first (a
+    /// deadline already past still makes one attempt).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
         return initiate(deadline, false, std::forward<CompletionToken>(token));
     }
 
-    /// One attempt, no waiting. An empty lease (with no error) means another owner holds it.
-    /// Completion signature `void(error_code, lease)`; the rest as async_acquire, plus: a lost
-    /// connection fails it with `connection_lost` (the attempt is undone).
+    /// One attempt, no waiting.
+    ///
+    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means
+    /// another owner holds the lock.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `connection_lost` when the connection drops with the
+    /// attempt on the wire (the attempt is undone if it took the lock).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_try_acquire(CompletionToken&& token = {}) {
         return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
@@ -124,8 +147,13 @@ public:
     void cancel();
 
     /// The server's remaining TTL of the lock key in ms (-2: no key, -1: no TTL).
+    ///
     /// Completion signature: `void(error_code, std::int64_t)`.
-    /// Executor, cancellation and errors as `connection::async_exec`, plus `invalid_name`.
+    /// Object lifetimes: the mutex may be destroyed meanwhile.
+    /// Executor: as `connection::async_exec`.
+    /// Cancellation: as `connection::async_exec`.
+    /// Errors: as `connection::async_exec`, plus `invalid_name` (before anything is sent).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_remaining_ttl(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, std::int64_t)>(
@@ -134,8 +162,13 @@ public:
 
     /// Deletes the lock whoever holds it and wakes its waiters (an administrator's tool: the
     /// holder's lease is reported lost at its next renewal).
+    ///
     /// Completion signature: `void(error_code, bool deleted)`.
-    /// Executor, cancellation and errors as `connection::async_exec`, plus `invalid_name`.
+    /// Object lifetimes: the mutex may be destroyed meanwhile.
+    /// Executor: as `connection::async_exec`.
+    /// Cancellation: as `connection::async_exec`.
+    /// Errors: as `connection::async_exec`, plus `invalid_name` (before anything is sent).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_force_unlock(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, bool)>(
