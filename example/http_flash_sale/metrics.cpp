@@ -58,6 +58,16 @@ void metrics::acquired(std::chrono::steady_clock::duration waited,
     acquires_[what].fetch_add(1, relaxed);
 }
 
+std::string metrics::orders_line() const {
+    std::string out;
+    for (int o = 0; o < outcome_count; ++o)
+        out.append(o ? " " : "")
+            .append(to_string(static_cast<outcome>(o)))
+            .append("=")
+            .append(std::to_string(orders_[o].load(relaxed)));
+    return out;
+}
+
 std::string metrics::prometheus(corolock::connection& conn) const {
     std::string out;
     family(out, "flash_sale_orders_total", "counter", "Order requests answered, by outcome.");

@@ -24,6 +24,8 @@ public:
     /// A lock acquisition that took `waited` and ended with `ec`.
     void acquired(std::chrono::steady_clock::duration waited,
                   const corolock::error_code& ec) noexcept;
+    /// The order counts on one line: "sold=3 duplicate=1 ...".
+    std::string orders_line() const;
     /// Everything, as a Prometheus text exposition (version 0.0.4).
     std::string prometheus(corolock::connection& conn) const;
 

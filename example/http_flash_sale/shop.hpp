@@ -29,7 +29,7 @@ enum class outcome {
     lock_timeout, ///< 503: the item's lock stayed busy longer than the wait; safe to retry
     not_sold,     ///< 503: Redis failed or refused before the sale; safe to retry
     unknown,      ///< 503: the sale's reply was lost, so it may have happened; the id stays claimed
-    bad_request,  ///< 400, 404 (no such item), 413 (body too large): never reached the shop
+    bad_request,  ///< 404 for an item not on sale; main.cpp also counts 400 and 413 here
 };
 inline constexpr int outcome_count = 7;
 std::string_view to_string(outcome o) noexcept;
