@@ -15,7 +15,7 @@
 # --short (the default, what CTest runs): 3 s, 32 connections, 1,000 units for 3,000 order ids,
 # so the stock runs out and every answer is exercised. --long: 60 s, 64 connections, stock that
 # lasts (README.md gives the figures). Exits 0 when every check passes, 1 when one fails, 77
-# when wrk or curl is missing.
+# when wrk or curl is missing. SERVER_THREADS=N runs the server's io_context on N threads.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,10 +39,12 @@ done
 [[ -x $server_binary ]] || { log "no server binary at $server_binary"; exit 1; }
 
 items=(apple banana cherry durian)
+wrk_threads=2
+server_threads=${SERVER_THREADS:-1} # threads running the server's io_context
 if [[ $mode == short ]]; then
-    seconds=3 connections=32 wrk_threads=2 server_threads=1 stock=250 pool=3000
+    seconds=3 connections=32 stock=250 pool=3000
 else
-    seconds=60 connections=64 wrk_threads=2 server_threads=1 stock=250000 pool=1000000
+    seconds=60 connections=64 stock=250000 pool=1000000
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/corolock-http-load.XXXXXX")
