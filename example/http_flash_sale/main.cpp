@@ -184,7 +184,7 @@ public:
     // Graceful stop: no new connections; connections waiting for a request are closed; the others
     // close after their answer. The last one to go closes the Redis connection.
     void stop() {
-        std::lock_guard<std::mutex> g(mutex_);
+        std::lock_guard<std::mutex> g(sessions_mutex_);
         if (stopping_.exchange(true))
             return;
         std::cout << "stopping: " << sessions_.size() << " connections open" << std::endl;
@@ -217,7 +217,7 @@ private:
             }
             auto s = std::make_shared<session>(std::move(socket));
             {
-                std::lock_guard<std::mutex> g(mutex_);
+                std::lock_guard<std::mutex> g(sessions_mutex_);
                 if (stopping_)
                     co_return;
                 sessions_.insert(s);
@@ -225,7 +225,7 @@ private:
             asio::co_spawn(s->stream.get_executor(), serve(s), [this, s](std::exception_ptr e) {
                 if (e)
                     std::cerr << "http_flash_sale: a connection failed\n";
-                std::lock_guard<std::mutex> g(mutex_);
+                std::lock_guard<std::mutex> g(sessions_mutex_);
                 sessions_.erase(s);
                 if (stopping_ && sessions_.empty())
                     conn_.cancel(); // Redis was needed until the last answer
@@ -339,7 +339,7 @@ private:
     corolock::connection& conn_;
     flash_sale::shop& shop_;
     flash_sale::metrics& metrics_;
-    std::mutex mutex_; // guards sessions_ and the writes of stopping_
+    std::mutex sessions_mutex_; // guards sessions_ and the writes of stopping_
     std::set<std::shared_ptr<session>> sessions_;
     std::atomic<bool> stopping_{false};
 };
