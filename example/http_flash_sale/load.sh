@@ -3,10 +3,11 @@
 #
 #   example/http_flash_sale/load.sh [--short | --long] [SERVER_BINARY]
 #
-# Starts a throw-away redis-server on a free loopback port, seeds the stock, starts the server on
-# a free port, checks a few answers by hand (curl), drives POST /orders with wrk from several
-# connections with order ids that repeat (orders.lua), stops the server with SIGTERM, and checks
-# in Redis:
+# First starts the server against a Redis port where nothing listens: an order must get 503
+# "not_sold" and the server must stop cleanly. Then starts a throw-away redis-server on a free
+# loopback port, seeds the stock, starts the server on a free port, checks a few answers by hand
+# (curl), drives POST /orders with wrk from several connections with order ids that repeat
+# (orders.lua), stops the server with SIGTERM, and checks in Redis:
 #   - sold = initial stock - remaining, and every unit sold is recorded against an order id;
 #   - oversold 0: no stock below zero;
 #   - no order id sold twice (each order is for one unit, so its recorded units must be 1);
@@ -49,59 +50,84 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/corolock-http-load.XXXXXX")
 on_exit "rm -rf '$work'"
-start_redis "$work/redis"
-rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
-
-# The stock: each load item, plus "probe" (1 unit) for the answers checked by hand.
-for item in "${items[@]}"; do
-    rcli set "sale:stock:$item" "$stock" >/dev/null
-done
-rcli set sale:stock:probe 1 >/dev/null
+problems=()
+problem() { problems+=("$*"); log "problem: $*"; }
 
 # The server, as our child (killed with us where setpriv can arrange it), on a port it picks.
-server_pid=
-stop_server() {
-    [[ -n $server_pid ]] || return 0
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
-}
-on_exit stop_server
+server_pid='' url=''
 wrapper=()
 if setpriv --pdeathsig KILL true >/dev/null 2>&1; then
     wrapper=(setpriv --pdeathsig KILL)
 fi
 all_items=$(IFS=,; echo "${items[*]},probe")
-"${wrapper[@]}" "$server_binary" --port "$REDIS_PORT" --listen 0 --threads "$server_threads" \
-    --items "$all_items" </dev/null >"$work/server.out" 2>&1 &
-server_pid=$!
-port=
-for ((i = 0; i < 200; i++)); do
-    port=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/server.out")
-    [[ -n $port ]] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-done
-if [[ -z $port ]]; then
-    log "the server did not start:"
-    cat "$work/server.out" >&2
-    exit 1
-fi
-url=http://127.0.0.1:$port
-log "server $server_pid on $url"
-
-problems=()
-problem() { problems+=("$*"); log "problem: $*"; }
+start_server() { # start_server REDIS_PORT: sets server_pid and url
+    local port='' i
+    "${wrapper[@]}" "$server_binary" --port "$1" --listen 0 --threads "$server_threads" \
+        --items "$all_items" </dev/null >"$work/server.out" 2>&1 &
+    server_pid=$!
+    for ((i = 0; i < 200; i++)); do
+        port=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/server.out")
+        [[ -n $port ]] && break
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if [[ -z $port ]]; then
+        log "the server did not start:"
+        cat "$work/server.out" >&2
+        exit 1
+    fi
+    url=http://127.0.0.1:$port
+    log "server $server_pid on $url (Redis port $1)"
+}
+kill_server() {
+    [[ -n $server_pid ]] || return 0
+    kill -KILL "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+}
+on_exit kill_server
+# Graceful stop: SIGTERM, and the server must exit 0 by itself, within 10 s.
+stop_server() {
+    local i status=0
+    kill -TERM "$server_pid"
+    for ((i = 0; i < 200; i++)); do
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$server_pid" 2>/dev/null; then
+        problem "the server was still running 10 s after SIGTERM"
+        kill_server
+        return 0
+    fi
+    wait "$server_pid" || status=$?
+    server_pid=
+    ((status == 0)) || problem "the server exited with $status after SIGTERM"
+}
 
 # A few answers by hand: status and body.
 expect() { # expect STATUS METHOD PATH [BODY]
     local want=$1 method=$2 path=$3 body=${4-} got
-    got=$(curl -s -o "$work/body" -w '%{http_code}' -X "$method" ${body:+--data-binary "$body"} \
-        "$url$path") || got=000
+    got=$(curl -s --max-time 30 -o "$work/body" -w '%{http_code}' -X "$method" \
+        ${body:+--data-binary "$body"} "$url$path") || got=000
     if [[ $got != "$want" ]]; then
         problem "$method $path ${body:0:40}: HTTP $got, expected $want: $(head -c 200 "$work/body")"
     fi
 }
+# Redis down: an order waits for a connection (max_wait_for_connection, 5 s), then is refused
+# with 503 "not_sold", and the server lives on and stops cleanly.
+start_server "$(free_port)"
+expect 503 POST /orders '{"order_id":"d-1","item":"probe","qty":1}'
+grep -q '"status":"not_sold"' "$work/body" || problem "Redis down: $(cat "$work/body")"
+stop_server
+
+# Redis up: the stock for each load item, plus "probe" (1 unit) for the answers checked by hand.
+start_redis "$work/redis"
+rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+for item in "${items[@]}"; do
+    rcli set "sale:stock:$item" "$stock" >/dev/null
+done
+rcli set sale:stock:probe 1 >/dev/null
+start_server "$REDIS_PORT"
 expect 201 POST /orders '{"order_id":"p-1","item":"probe","qty":1}'
 expect 409 POST /orders '{"order_id":"p-1","item":"probe","qty":1}'
 expect 410 POST /orders '{"order_id":"p-2","item":"probe","qty":1}'
@@ -127,21 +153,7 @@ wrk -t"$wrk_threads" -c"$connections" -d"${seconds}s" --latency -s "$here/orders
 read -r load_after _ </proc/loadavg
 curl -s "$url/metrics" >"$work/metrics" || problem "GET /metrics failed after the load"
 
-# Graceful stop: SIGTERM, and the server must exit 0 by itself.
-kill -TERM "$server_pid"
-for ((i = 0; i < 200; i++)); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-done
-if kill -0 "$server_pid" 2>/dev/null; then
-    problem "the server was still running 10 s after SIGTERM"
-    stop_server
-else
-    status=0
-    wait "$server_pid" || status=$?
-    server_pid=
-    ((status == 0)) || problem "the server exited with $status after SIGTERM"
-fi
+stop_server
 
 # What Redis says.
 initial=0 remaining=0 below_zero=0

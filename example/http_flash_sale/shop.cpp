@@ -57,10 +57,10 @@ std::optional<std::int64_t> to_int(std::string_view text) {
     return v;
 }
 
-// After these errors the sale did not run: lock_lost (the fenced write was refused, or not sent
-// because the lease was known lost), not_executed (refused by the server), not_connected (never
-// written). After any other (connection_lost above all) it may have run.
-bool surely_not_sold(const corolock::error_code& ec) {
+// After these errors the command surely did not run: lock_lost (a fenced write refused, or not
+// sent because the lease was known lost), not_executed (refused by the server), not_connected
+// (never written). After any other (connection_lost above all) it may have run.
+bool surely_not_run(const corolock::error_code& ec) {
     return ec == corolock::condition::lock_lost || ec == corolock::condition::not_executed ||
            ec == corolock::error::not_connected;
 }
@@ -94,8 +94,8 @@ asio::awaitable<order_result> shop::place(const order& o) {
     // 1. Idempotency: the first request of an order id goes on, every repeat is a duplicate.
     auto [ec, claim] =
         co_await corolock::async_claim(conn_, "sale:order:" + o.id, claim_retention, tuple);
-    if (ec) // connection_lost: the id may be claimed by nobody who knows it, until the window ends
-        co_return order_result(outcome::unknown, ec);
+    if (ec) // after connection_lost the id may stay claimed, by nobody who knows it, for the window
+        co_return order_result(surely_not_run(ec) ? outcome::not_sold : outcome::unknown, ec);
     if (!claim)
         co_return outcome::duplicate;
 
@@ -126,7 +126,7 @@ asio::awaitable<order_result> shop::sell(item& it, const order& o) {
     auto [fec] = co_await lease.async_fenced_eval(sell_script(), keys, args, resp, tuple);
     // The lease releases the lock as it goes out of scope, without waiting for Redis.
     if (fec)
-        co_return order_result(surely_not_sold(fec) ? outcome::not_sold : outcome::unknown, fec);
+        co_return order_result(surely_not_run(fec) ? outcome::not_sold : outcome::unknown, fec);
     const auto left = resp.empty() ? std::nullopt : to_int(resp[0].value);
     if (!left) // not a number: the script ran, but what it did is not known
         co_return order_result(outcome::unknown, corolock::error::unexpected_reply);
