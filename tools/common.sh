@@ -12,7 +12,7 @@
 
 COROLOCK_PACKAGES=(
     cmake g++ make clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime
+    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime wrk curl
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -32,6 +32,7 @@ package_present() {
     iptables) command -v iptables >/dev/null 2>&1 ;;
     iproute2) command -v ip >/dev/null 2>&1 ;;
     faketime) command -v faketime >/dev/null 2>&1 ;;
+    wrk | curl) command -v "$pkg" >/dev/null 2>&1 ;;
     libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
     libboost-test1.81-dev) compgen -G '/usr/lib/*/libboost_unit_test_framework.so.1.81*' >/dev/null ;;
     libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;
