@@ -68,24 +68,38 @@ struct multi_result {
     int coroutines = 0;
     double multi_rate = missing, single_rate = missing; // 3-name cycles/s
     double multi_writes = missing, single_writes = missing;
+    double multi_cpu_us = missing, single_cpu_us = missing; // client CPU per 3-name cycle
     std::uint64_t errors = 0;
     std::string first_error;
 };
 
-// Runs `spawn_all` (which starts the workers in `c`), measures `cycles` over `seconds`.
-asio::awaitable<std::pair<double, double>> measure(corolock::connection& conn, crew& c,
-                                                   std::uint64_t& cycles, double seconds) {
+struct figures {
+    double rate = missing, writes = missing, cpu_us = missing; // per 3-name cycle
+};
+
+// Measures the workers already started in `c` (counting `cycles`) over `seconds`, then stops
+// them.
+asio::awaitable<figures> measure(corolock::connection& conn, crew& c, std::uint64_t& cycles,
+                                 double seconds) {
     co_await sleep_for(multi_warmup);
     const auto w0 = conn.stats().writes;
     const auto c0 = cycles;
+    const auto cpu0 = process_cpu_us();
     const auto t0 = clock_type::now();
     co_await sleep_for(seconds_of(seconds));
     const auto t1 = clock_type::now();
+    const auto cpu1 = process_cpu_us();
     const auto c1 = cycles;
     const auto w1 = conn.stats().writes;
     co_await c.finish();
     const double n = double(c1 - c0);
-    co_return std::pair{n / seconds_between(t0, t1), n > 0 ? double(w1 - w0) / n : missing};
+    figures f;
+    f.rate = n / seconds_between(t0, t1);
+    if (n > 0) {
+        f.writes = double(w1 - w0) / n;
+        f.cpu_us = (cpu1 - cpu0) / n;
+    }
+    co_return f;
 }
 
 asio::awaitable<multi_result> run_pair(corolock::connection& conn, int coroutines, double seconds) {
@@ -101,7 +115,10 @@ asio::awaitable<multi_result> run_pair(corolock::connection& conn, int coroutine
                 std::make_unique<corolock::multi_lock>(conn, names_of("bench:multi:", i)));
             c.spawn(ex, multi_worker(*locks.back(), c, cycles));
         }
-        std::tie(r.multi_rate, r.multi_writes) = co_await measure(conn, c, cycles, seconds);
+        const auto f = co_await measure(conn, c, cycles, seconds);
+        r.multi_rate = f.rate;
+        r.multi_writes = f.writes;
+        r.multi_cpu_us = f.cpu_us;
         r.errors += c.errors;
         r.first_error = c.first_error;
     }
@@ -114,7 +131,10 @@ asio::awaitable<multi_result> run_pair(corolock::connection& conn, int coroutine
                 locks[i].push_back(std::make_unique<corolock::mutex>(conn, n));
             c.spawn(ex, single_worker(locks[i], c, cycles));
         }
-        std::tie(r.single_rate, r.single_writes) = co_await measure(conn, c, cycles, seconds);
+        const auto f = co_await measure(conn, c, cycles, seconds);
+        r.single_rate = f.rate;
+        r.single_writes = f.writes;
+        r.single_cpu_us = f.cpu_us;
         r.errors += c.errors;
         if (r.first_error.empty())
             r.first_error = c.first_error;
@@ -162,16 +182,20 @@ int run_multi(const options& in) {
     for (const auto& r : results) {
         const double ratio = r.multi_rate / r.single_rate;
         std::cout << "  " << r.coroutines << " coroutine(s): multi-lock " << show(r.multi_rate, 0)
-                  << " cycles/s (" << show(r.multi_writes, 2) << " writes/cycle), 3 single "
+                  << " cycles/s (" << show(r.multi_writes, 2) << " writes, "
+                  << show(r.multi_cpu_us, 1) << " us client CPU per cycle), 3 single "
                   << show(r.single_rate, 0) << " cycles/s (" << show(r.single_writes, 2)
-                  << " writes/cycle): ratio " << show(ratio, 2) << "\n";
+                  << " writes, " << show(r.single_cpu_us, 1) << " us): ratio " << show(ratio, 2)
+                  << "\n";
         if (!r.first_error.empty())
             std::cout << "    error: " << r.first_error << "\n";
         errors += r.errors;
         const std::string k = "c" + std::to_string(r.coroutines) + "_";
         j.num(k + "multi_cycles_per_s", r.multi_rate)
             .num(k + "single3_cycles_per_s", r.single_rate)
-            .num(k + "ratio", ratio);
+            .num(k + "ratio", ratio)
+            .num(k + "multi_cpu_us_per_cycle", r.multi_cpu_us)
+            .num(k + "single3_cpu_us_per_cycle", r.single_cpu_us);
     }
     if (o.json)
         j.print(std::cout);
