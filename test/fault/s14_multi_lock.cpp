@@ -36,8 +36,10 @@ namespace {
 constexpr int names = 10;
 constexpr std::int64_t units_per_name = 1000;
 constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
-// A completion this long after its deadline counts as late (the test machine is shared).
-constexpr auto late_slack = 250ms;
+// A completion this long after its deadline counts as late. Timeouts were seen up to 150 ms late
+// with 4 x 50 coroutines on 2 cores shared with other jobs (each worker's one thread is busy); a
+// deadline that is not honoured at all shows as seconds (a wait until the names come free).
+constexpr auto late_slack = 500ms;
 
 std::string lock_name(int i) {
     return "s14:lock:" + std::to_string(i);
@@ -48,6 +50,7 @@ std::string counter_name(int i) {
 
 struct mover_counts {
     std::uint64_t ok = 0, timeouts = 0, aborted = 0, late = 0, lost = 0, errors = 0;
+    std::int64_t worst_us = 0; // the latest completion after its deadline
 };
 
 asio::awaitable<std::int64_t> get_counter(corolock::connection& c, const std::string& key) {
@@ -98,7 +101,10 @@ asio::awaitable<void> mover(worker_io& io, std::int64_t until_ns, std::uint64_t 
         } else {
             std::tie(ec, l) = co_await m.async_acquire_until(deadline, tuple_deferred);
         }
-        if (clock_type::now() > deadline + late_slack)
+        const auto after = clock_type::now() - deadline;
+        n.worst_us = std::max<std::int64_t>(
+            n.worst_us, std::chrono::duration_cast<std::chrono::microseconds>(after).count());
+        if (after > late_slack)
             ++n.late;
         if (ec == asio::error::operation_aborted) {
             ++n.aborted;
@@ -148,7 +154,9 @@ COROLOCK_FAULT_WORKER(multi_mover) {
     const std::int64_t until_ns = std::stoll(a.at("until_ns"));
     const int coros = std::stoi(a.at("coros"));
     const std::uint64_t seed = std::stoull(a.at("seed"));
-    worker_io io(port, port);
+    // No faults here: a PONG delayed by the load must not drop the connection (a drop makes
+    // releases' outcomes unknown, and their keys stay until their leases end).
+    worker_io io(port, port, 2s);
     history_writer out("-");
     mover_counts n;
     std::uint64_t held = 0, waiting = 0;
@@ -174,10 +182,14 @@ COROLOCK_FAULT_WORKER(multi_mover) {
         r.fields["timeouts"] = std::to_string(n.timeouts);
         r.fields["aborted"] = std::to_string(n.aborted);
         r.fields["late"] = std::to_string(n.late);
+        r.fields["worst_us"] = std::to_string(n.worst_us);
         r.fields["lost"] = std::to_string(n.lost);
         r.fields["errors"] = std::to_string(n.errors);
         r.fields["held"] = std::to_string(held);
         r.fields["waiting"] = std::to_string(waiting);
+        r.fields["connects"] = std::to_string(io.locks.stats().connects);
+        r.fields["undos"] = std::to_string(st.undos);
+        r.fields["leases_lost"] = std::to_string(st.leases_lost);
         out.write(r);
     });
     return ok && n.errors == 0 && held == 0 && waiting == 0 ? 0 : 1;
@@ -215,10 +227,13 @@ BOOST_AUTO_TEST_CASE(moves_between_counters_conserve_the_total, *utf::timeout(12
     for (auto& p : procs)
         for (const auto& r : parse_records(p->output()))
             if (r.kind == "stats") {
-                BOOST_TEST_MESSAGE("  worker " << r.text("w") << ": ok " << r.text("ok")
-                                               << ", timeouts " << r.text("timeouts")
-                                               << ", aborted " << r.text("aborted") << ", lost "
-                                               << r.text("lost"));
+                BOOST_TEST_MESSAGE("  worker "
+                                   << r.text("w") << ": ok " << r.text("ok") << ", timeouts "
+                                   << r.text("timeouts") << ", aborted " << r.text("aborted")
+                                   << ", lost " << r.text("lost") << ", latest completion "
+                                   << r.text("worst_us") << " us after its deadline; "
+                                   << r.text("connects") << " connects, " << r.text("undos")
+                                   << " undos, held " << r.text("held"));
                 total.ok += static_cast<std::uint64_t>(r.num("ok"));
                 total.timeouts += static_cast<std::uint64_t>(r.num("timeouts"));
                 total.aborted += static_cast<std::uint64_t>(r.num("aborted"));
