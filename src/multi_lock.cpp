@@ -86,7 +86,7 @@ asio::awaitable<acquire_result> run_acquire(std::shared_ptr<multi_core> core,
         std::vector<bool> granted(n);
         for (std::size_t i = 0; i < n; ++i)
             granted[i] = leases[i].owns();
-        auto plan = after_try_all(ecs, granted, once);
+        auto plan = after_try_all(ecs, granted, once, clock::now() >= deadline);
         if (co_await cancelled())
             plan = {try_all_outcome::next::complete, asio::error::operation_aborted, 0};
         for (std::size_t i = 0; i < plan.keep; ++i)

@@ -28,7 +28,7 @@ bool rides_out(const error_code& ec) {
 } // namespace
 
 try_all_outcome after_try_all(std::span<const error_code> ecs, const std::vector<bool>& granted,
-                              bool once) {
+                              bool once, bool past_deadline) {
     using next = try_all_outcome::next;
     const auto n = std::min(ecs.size(), granted.size());
     for (std::size_t i = 0; i < n; ++i)
@@ -44,6 +44,8 @@ try_all_outcome after_try_all(std::span<const error_code> ecs, const std::vector
         return {next::complete, {}, n};
     if (once)
         return {next::complete, {}, 0};
+    if (past_deadline)
+        return {next::complete, error::acquire_timeout, 0};
     return {next::wait, {}, prefix};
 }
 

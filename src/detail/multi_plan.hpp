@@ -34,13 +34,14 @@ std::ostream& operator<<(std::ostream& os, const try_all_outcome& o);
 
 // The rules: a cancellation ends it (`operation_aborted`); any other error ends it with the
 // first error in name order, except `connection_lost` and `lease_lost` (a grant that came back
-// too late) in a waiting acquire: the ordered wait rides them out, as a waiting `mutex` does; every
-// name granted completes with all of them; a try with a name held completes empty; a waiting
-// acquire keeps the granted prefix (holding names below the first held one is what the ordered wait
+// too late) in a waiting acquire: the ordered wait rides them out, as a waiting `mutex` does;
+// every name granted completes with all of them; a try with a name held completes empty; a
+// waiting acquire whose deadline passed during the round (`past_deadline`) times out; otherwise
+// it keeps the granted prefix (holding names below the first held one is what the ordered wait
 // would do) and waits from there. Grants past the first held name are given back: keeping them
 // while waiting for a lower name could close a cycle with another multi-lock.
 try_all_outcome after_try_all(std::span<const error_code> ecs, const std::vector<bool>& granted,
-                              bool once);
+                              bool once, bool past_deadline = false);
 
 } // namespace corolock::detail
 

@@ -72,6 +72,17 @@ BOOST_AUTO_TEST_CASE(a_waiting_acquire_keeps_only_the_granted_prefix) {
                 try_all_outcome{next::wait, ok, 3}));
 }
 
+BOOST_AUTO_TEST_CASE(a_deadline_passed_during_the_round_times_out_unless_all_granted) {
+    const std::vector<error_code> ecs{ok, ok, ok};
+    BOOST_TEST((after_try_all(ecs, {true, false, true}, false, true) ==
+                try_all_outcome{next::complete, error::acquire_timeout, 0}));
+    BOOST_TEST((after_try_all(ecs, {true, true, true}, false, true) ==
+                try_all_outcome{next::complete, ok, 3}));
+    // A try has no deadline: held is an empty result, not a timeout.
+    BOOST_TEST((after_try_all(ecs, {true, false, true}, true, true) ==
+                try_all_outcome{next::complete, ok, 0}));
+}
+
 BOOST_AUTO_TEST_CASE(errors_end_it_with_the_first_in_name_order) {
     const std::vector<error_code> ecs{ok, error::wrong_type, error::not_connected};
     for (bool once : {true, false})
