@@ -7,6 +7,7 @@
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
+#include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
 #include <corolock/request.hpp>
 #include <corolock/resp3/parser.hpp>

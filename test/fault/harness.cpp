@@ -356,8 +356,17 @@ connection_config fault_config(std::uint16_t port) {
     return cfg;
 }
 
-worker_io::worker_io(std::uint16_t lock_port, std::uint16_t res_port)
-    : locks(ioc.get_executor(), fault_config(lock_port), test::quiet()),
+worker_io::worker_io(std::uint16_t lock_port, std::uint16_t res_port,
+                     std::chrono::steady_clock::duration lock_health_check)
+    : locks(
+          ioc.get_executor(),
+          [&] {
+              auto cfg = fault_config(lock_port);
+              if (lock_health_check > std::chrono::steady_clock::duration::zero())
+                  cfg.health_check_interval = lock_health_check;
+              return cfg;
+          }(),
+          test::quiet()),
       res(
           ioc.get_executor(),
           [&] {

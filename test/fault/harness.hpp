@@ -168,7 +168,10 @@ connection_config fault_config(std::uint16_t port);
 // and one to the resource server. The resource connection has no health check: that server is
 // never faulted, and a paused worker keeps the connection when resumed.
 struct worker_io {
-    worker_io(std::uint16_t lock_port, std::uint16_t res_port);
+    // `lock_health_check` replaces fault_config's interval on the lock connection (zero: keep
+    // it), for scenarios with no faults whose load delays a PONG past 200 ms.
+    worker_io(std::uint16_t lock_port, std::uint16_t res_port,
+              std::chrono::steady_clock::duration lock_health_check = {});
     boost::asio::io_context ioc;
     connection locks;
     connection res;
