@@ -167,24 +167,45 @@ public:
         return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
     }
 
-    /// As async_acquire, but gives up after `wait` with `error::acquire_timeout`
-    /// (`invalid_wait` if negative), releasing every name taken so far.
+    /// As async_acquire, but gives up after `wait`, releasing every name taken so far.
+    ///
+    /// Completion signature: `void(error_code, multi_lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `acquire_timeout` when `wait` passed first and
+    /// `invalid_wait` when it is negative (before anything is sent).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
         return initiate(wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
                         false, std::forward<CompletionToken>(token));
     }
 
-    /// As async_acquire, but gives up at `deadline` with `error::acquire_timeout`.
+    /// As async_acquire, but gives up at `deadline`, releasing every name taken so far.
+    ///
+    /// Completion signature: `void(error_code, multi_lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `acquire_timeout` when the deadline passed first.
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
         return initiate(deadline, false, std::forward<CompletionToken>(token));
     }
 
-    /// One attempt at every name, sent in one write, no waiting. An empty multi_lease (with no
-    /// error) means another owner holds at least one name; the names that were granted are
-    /// released at once. Completion signature `void(error_code, multi_lease)`; the rest as
-    /// async_acquire, plus: a lost connection fails it with `connection_lost` (undone).
+    /// One attempt at every name, sent in one write, no waiting. The names that were granted
+    /// are released at once unless all were.
+    ///
+    /// Completion signature: `void(error_code, multi_lease)`; an empty multi_lease with no
+    /// error means another owner holds at least one name.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `connection_lost` when the connection drops with the
+    /// attempt on the wire (what it took is undone).
+    /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_try_acquire(CompletionToken&& token = {}) {
         return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
