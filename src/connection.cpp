@@ -101,7 +101,19 @@ struct request_access {
         r.commands_ = commands;
         r.expected_ = expected;
     }
+    static std::vector<std::size_t>& guards(request& r) { return r.guards_; }
 };
+
+request with_asking(const request& req) {
+    request r;
+    r.reserve(req.payload().size() + 24);
+    r.push("ASKING");
+    request_access::payload(r).append(req.payload());
+    for (auto g : req.subscription_replies())
+        request_access::guards(r).push_back(g + 1);
+    request_access::set_counts(r, 1 + req.size(), 1 + req.expected_responses());
+    return r;
+}
 
 // ---------------------------------------------------------------- stream
 

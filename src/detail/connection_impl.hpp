@@ -233,6 +233,10 @@ void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req
 request make_eval(const script& s, std::span<const std::string_view> keys,
                   std::span<const std::string_view> args);
 
+// `ASKING` then `req`, as one request: ASKING applies to the next command only, and a request is
+// written whole, so nothing comes between them (a cluster's ASK redirect).
+request with_asking(const request& req);
+
 // EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from connection::make_evalsha.
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 std::shared_ptr<request> req, generic_response& resp,
