@@ -149,6 +149,27 @@ BOOST_AUTO_TEST_CASE(routes_by_slot_and_follows_moved_after_reshard) {
             // With `ignore` too (the MOVED text is read from the private attempt buffer).
             auto [iec, in] = co_await cl.async_exec(key, get_req, corolock::ignore, nothrow);
             BOOST_TEST(!iec);
+
+            // A hand-made migration: a key missing on the source is answered ASK, and the client
+            // sends ASKING + the command as one request to the target; the map is not changed.
+            const std::string ask_key = "{ask}";
+            const auto slot = std::to_string(key_slot(ask_key));
+            auto& src = f.c->master_of(key_slot(ask_key));
+            auto& dst = &src == other ? owner : *other;
+            BOOST_TEST(dst.command({"CLUSTER", "SETSLOT", slot, "IMPORTING", f.c->id(src)}) ==
+                       "+OK\r\n");
+            BOOST_TEST(src.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", f.c->id(dst)}) ==
+                       "+OK\r\n");
+            const auto asks_before = cl.stats().asks;
+            request set_ask;
+            set_ask.push("SET", ask_key, "on-target");
+            generic_response ar;
+            auto [aec, an] = co_await cl.async_exec(ask_key, set_ask, ar, nothrow);
+            BOOST_TEST(!aec);
+            BOOST_TEST(text_of(ar) == "OK");
+            BOOST_TEST(cl.stats().asks > asks_before);
+            // The key went to the target, not to the source.
+            BOOST_TEST(src.command({"EXISTS", ask_key}) == ":0\r\n");
             cl.cancel();
         }(),
         60s);
