@@ -168,8 +168,8 @@ BOOST_AUTO_TEST_CASE(routes_by_slot_and_follows_moved_after_reshard) {
             BOOST_TEST(!aec);
             BOOST_TEST(text_of(ar) == "OK");
             BOOST_TEST(cl.stats().asks > asks_before);
-            // The key went to the target, not to the source.
-            BOOST_TEST(src.command({"EXISTS", ask_key}) == ":0\r\n");
+            // The key went to the target: the source, not having it, answers ASK itself.
+            BOOST_TEST(src.command({"EXISTS", ask_key}).starts_with("-ASK"));
             cl.cancel();
         }(),
         60s);
