@@ -75,6 +75,7 @@ std::shared_ptr<connection_impl> cluster_impl::node(const cluster_node& n) {
     cfg.port = n.port;
     cfg.unix_socket.clear();
     auto conn = std::make_shared<connection_impl>(user_ex_, tls_, std::move(cfg), log_);
+    conn->use_sharded_pubsub();
     nodes_.emplace(key, node_entry{conn, 0});
     open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
     log_.log(logger::level::info, "cluster: opening a connection to " + key);

@@ -4,8 +4,10 @@
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/test_config.hpp"
+#include "detail/connection_impl.hpp"
 #include "detail/slot_table.hpp"
 #include <corolock/cluster.hpp>
+#include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -311,6 +313,63 @@ BOOST_AUTO_TEST_CASE(redirect_budget_against_a_node_that_moves_to_itself) {
             acceptor.close();
         }(),
         30s, 1, corolock::test::drain_check::off);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cluster_pubsub)
+
+// Sharded pub/sub on node connections (what the cluster makes): SSUBSCRIBE at the channel's
+// master receives SPUBLISH; at a node that does not own the slot it is refused with -MOVED, and
+// the PING barrier keeps the stream in step (the next request gets its own reply).
+BOOST_AUTO_TEST_CASE(sharded_subscribe_at_owner_and_at_a_stale_node) {
+    if (!redis_cluster::available())
+        return;
+    cluster_fixture f;
+    asio::io_context ioc;
+    const std::string channel = "{pubsub}:released";
+    auto& owner = f.c->master_of(key_slot(channel));
+    auto& stale = f.c->master_of(key_slot(channel) < 8000 ? 16383 : 0);
+    BOOST_REQUIRE(&stale != &owner);
+    auto node_config = [](redis_process& p) {
+        corolock::connection_config cfg = corolock::test::config_for(p);
+        cfg.health_check_interval = 0s;
+        return cfg;
+    };
+    corolock::connection at_owner(ioc.get_executor(), node_config(owner), quiet());
+    corolock::connection at_stale(ioc.get_executor(), node_config(stale), quiet());
+    at_owner.impl().use_sharded_pubsub();
+    at_stale.impl().use_sharded_pubsub();
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            at_owner.async_run(asio::detached);
+            at_stale.async_run(asio::detached);
+            auto good = at_owner.subscribe(channel);
+            auto bad = at_stale.subscribe(channel);
+            request ping;
+            ping.push("PING", "in-step");
+            generic_response r1, r2;
+            auto [e1, n1] = co_await at_owner.async_exec(ping, r1, nothrow);
+            auto [e2, n2] = co_await at_stale.async_exec(ping, r2, nothrow);
+            BOOST_TEST(!e1);
+            BOOST_TEST(!e2);
+            BOOST_TEST(text_of(r1) == "in-step");
+            BOOST_TEST(text_of(r2) == "in-step"); // after the refused SSUBSCRIBE: in step
+            BOOST_TEST(at_stale.is_connected());  // not dropped with unexpected_reply
+            BOOST_TEST(owner.command({"SPUBLISH", channel, "hello"}) == ":1\r\n");
+            corolock::message m;
+            auto [rec] = co_await good.async_receive(m, nothrow);
+            BOOST_TEST(!rec);
+            BOOST_TEST(m.channel == channel);
+            BOOST_TEST(m.payload == "hello");
+            corolock::message none;
+            auto [bec] = co_await bad.async_receive(none, nothrow);
+            BOOST_TEST(bec == error::subscribe_refused);
+            at_owner.cancel();
+            at_stale.cancel();
+        }(),
+        30s);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
