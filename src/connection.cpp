@@ -101,7 +101,19 @@ struct request_access {
         r.commands_ = commands;
         r.expected_ = expected;
     }
+    static std::vector<std::size_t>& guards(request& r) { return r.guards_; }
 };
+
+request with_asking(const request& req) {
+    request r;
+    r.reserve(req.payload().size() + 24);
+    r.push("ASKING");
+    request_access::payload(r).append(req.payload());
+    for (auto g : req.subscription_replies())
+        request_access::guards(r).push_back(g + 1);
+    request_access::set_counts(r, 1 + req.size(), 1 + req.expected_responses());
+    return r;
+}
 
 // ---------------------------------------------------------------- stream
 
@@ -439,11 +451,20 @@ void connection_impl::on_push_complete() {
     if (nodes.size() != 4 || nodes[0].aggregate_size != 3)
         return;
     const std::string& kind = nodes[1].value;
-    if (kind != "message" && kind != "smessage")
+    const bool moved = sharded_pubsub_ && kind == "sunsubscribe";
+    if (kind != "message" && kind != "smessage" && !moved)
         return;
     auto it = listeners_.find(nodes[2].value);
     if (it == listeners_.end())
         return;
+    if (moved) {
+        // Ours are sent only when no listener is left: this one is the server's (slot moved).
+        log_.log(logger::level::info,
+                 "sharded channel unsubscribed by the server (slot moved): " + nodes[2].value);
+        for (auto& l : std::vector(it->second))
+            l->on_slot_moved();
+        return;
+    }
     auto targets = it->second; // a listener may unsubscribe while being told
     for (auto& l : targets)
         l->on_message(nodes[2].value, nodes[3].value);
@@ -537,7 +558,7 @@ void connection_impl::on_connected() {
         if (!refused_.contains(channel)) // refused: not retried (see push_listener)
             channels.push_back(channel);
     if (!channels.empty())
-        queue_subscribe("SUBSCRIBE", channels, true);
+        queue_subscribe(subscribe_command(), channels, true);
     if (reconnect)
         for (auto& [channel, ls] : listeners_)
             for (auto& l : std::vector(ls))
@@ -587,7 +608,7 @@ void connection_impl::on_subscribe_refused(std::string_view command,
         line += ": " + std::string(text);
         log_.log(logger::level::error, line);
     }
-    if (command != "SUBSCRIBE")
+    if (command != subscribe_command())
         return; // a refused UNSUBSCRIBE leaves nobody waiting
     for (const auto& channel : channels) {
         auto it = listeners_.find(channel);
@@ -603,7 +624,7 @@ void connection_impl::add_listener(const std::string& channel, std::shared_ptr<p
     auto& ls = listeners_[channel];
     ls.push_back(l);
     if (ls.size() == 1)
-        queue_subscribe("SUBSCRIBE", {channel}, false);
+        queue_subscribe(subscribe_command(), {channel}, false);
     else if (refused_.contains(channel))
         l->on_subscribe_failed(error::subscribe_refused);
 }
@@ -619,7 +640,7 @@ void connection_impl::remove_listener(const std::string& channel, const push_lis
         listeners_.erase(it);
         // A refused channel was never subscribed; a later listener may try it again.
         if (refused_.erase(channel) == 0)
-            queue_subscribe("UNSUBSCRIBE", {channel}, false);
+            queue_subscribe(unsubscribe_command(), {channel}, false);
     }
 }
 

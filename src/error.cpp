@@ -85,6 +85,10 @@ const char* describe(error e) noexcept {
         return "fenced write refused: a newer fencing token exists";
     case error::max_hold_reached:
         return "the maximum hold time was reached";
+    case error::cross_slot:
+        return "the keys of one call map to different cluster slots";
+    case error::too_many_redirects:
+        return "too many cluster redirects (MOVED/ASK/TRYAGAIN) for one request";
     }
     return "unknown corolock error";
 }
@@ -111,6 +115,10 @@ public:
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
+        if (e == error::cross_slot)
+            return make_error_condition(condition::invalid_argument);
+        if (e == error::too_many_redirects)
+            return make_error_condition(condition::server_failure);
         if (e == error::acquire_timeout)
             return make_error_condition(condition::lock_contention);
         if (e == error::not_owner || e == error::lease_lost || e == error::stale_token ||
@@ -196,6 +204,7 @@ error_code classify_server_error(std::string_view text) noexcept {
         {"MASTERDOWN", error::master_down},
         {"NOREPLICAS", error::no_replicas},
         {"WRONGTYPE", error::wrong_type},
+        {"CROSSSLOT", error::cross_slot},
     };
     // The error code is the first word (up to a space or the end): "ASKING" is not "ASK".
     const auto word = text.substr(0, text.find(' '));

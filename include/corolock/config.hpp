@@ -10,6 +10,12 @@
 
 namespace corolock {
 
+/// A server's TCP address.
+struct address {
+    std::string host = "127.0.0.1";
+    std::string port = "6379";
+};
+
 /// Settings of one connection. A zero duration turns its feature off, as the comment says.
 struct connection_config {
     /// TCP address. Loopback by default; use a hostname or an IPv4/IPv6 literal.

@@ -3,6 +3,7 @@
 #define COROLOCK_COROLOCK_HPP
 
 #include <corolock/claim.hpp>
+#include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>

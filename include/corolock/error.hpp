@@ -62,6 +62,11 @@ enum class error {
     operation_in_progress, ///< a second async_run, or a second receive on one subscription
     stale_token,           ///< a fenced write was refused: a newer token exists (lock_lost)
     max_hold_reached,      ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
+
+    // Cluster
+    cross_slot, ///< the keys of one call map to different slots (invalid_argument); also CROSSSLOT
+    too_many_redirects, ///< cluster_config::max_redirects re-sends were not enough
+                        ///< (server_failure)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.
@@ -91,8 +96,9 @@ std::ostream& operator<<(std::ostream& os, error e);
 std::ostream& operator<<(std::ostream& os, condition c);
 
 /// The code for a server's error reply, from its text (`MOVED 3999 127.0.0.1:6381`, `LOADING
-/// ...`): one of the codes of condition::not_executed, `wrong_type` for WRONGTYPE, else
-/// `server_error`. Only the first word counts. Pure; the text itself stays in the response.
+/// ...`): one of the codes of condition::not_executed, `wrong_type` for WRONGTYPE, `cross_slot` for
+/// CROSSSLOT, else `server_error`. Only the first word counts. Pure; the text itself stays in the
+/// response.
 error_code classify_server_error(std::string_view error_text) noexcept;
 
 /// True when the error means the connection had to be re-established (the request's outcome on

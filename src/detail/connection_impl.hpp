@@ -67,6 +67,9 @@ public:
     virtual void on_reconnect() {}
     // The connection stopped for good (async_run ended).
     virtual void on_stop() {}
+    // Sharded pub/sub: the server unsubscribed the channel by itself (its slot moved to another
+    // node). Messages will not come here any more; state that waits for one should re-check.
+    virtual void on_slot_moved() { on_reconnect(); }
     // The server refused to subscribe to the channel (error::subscribe_refused; the text is
     // logged). Final for this listener: the connection does not retry it, not even after a
     // reconnect, until every listener of the channel is gone. Messages will not come, so state
@@ -157,6 +160,8 @@ public:
         if (hook)
             hook();
     }
+    // Subscriptions use SSUBSCRIBE/SUNSUBSCRIBE (a cluster node). Call before start_run.
+    void use_sharded_pubsub() noexcept { sharded_pubsub_ = true; }
     // True once async_run has ended (or cancel() came first): requests fail at once. Strand only.
     bool stopped() const noexcept { return stopped_; }
     std::shared_ptr<void> existing_lock_service() {
@@ -214,6 +219,13 @@ private:
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
     std::set<std::string, std::less<>> refused_; // channels whose SUBSCRIBE the server refused
+    bool sharded_pubsub_ = false;
+    std::string_view subscribe_command() const noexcept {
+        return sharded_pubsub_ ? "SSUBSCRIBE" : "SUBSCRIBE";
+    }
+    std::string_view unsubscribe_command() const noexcept {
+        return sharded_pubsub_ ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
+    }
     std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
     std::function<void()> stop_hook_;
@@ -232,6 +244,10 @@ void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req
 // (an EVALSHA answered NOSCRIPT is re-sent as EVAL behind whatever was queued meanwhile).
 request make_eval(const script& s, std::span<const std::string_view> keys,
                   std::span<const std::string_view> args);
+
+// `ASKING` then `req`, as one request: ASKING applies to the next command only, and a request is
+// written whole, so nothing comes between them (a cluster's ASK redirect).
+request with_asking(const request& req);
 
 // EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from connection::make_evalsha.
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,

@@ -1,0 +1,472 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The cluster router: it sequences the pure pieces (slot_table, parse_cluster_shards,
+// redirect_policy) over one connection per master. Every decision is in those pieces.
+#include "detail/cluster_impl.hpp"
+#include <corolock/cluster.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+// g++ 12 reports a false -Wmismatched-new-delete on some Asio awaitable frames (the frame's own
+// operator delete pairs with its own operator new), as test/CMakeLists.txt says for the tests.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace corolock {
+
+namespace detail {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+
+// Refreshes triggered by MOVED come at most this often; the MOVED itself patches the slot at
+// once, so a burst of them costs one CLUSTER SHARDS (hiredis-cluster throttles the same way).
+constexpr auto refresh_min_gap = std::chrono::seconds(1);
+
+awaitable<std::tuple<error_code, std::size_t>> exec_on(std::shared_ptr<connection_impl> conn,
+                                                       const request& req, generic_response& resp) {
+    co_return co_await asio::async_initiate<decltype(nothrow), void(error_code, std::size_t)>(
+        [&](auto handler) { start_exec(conn, req, make_adapter(resp), std::move(handler)); },
+        nothrow);
+}
+
+bool cancelled(const asio::cancellation_state& cs) {
+    return cs.cancelled() != asio::cancellation_type::none;
+}
+
+} // namespace
+
+cluster_impl::cluster_impl(asio::any_io_executor ex, asio::ssl::context* tls, cluster_config cfg,
+                           logger log)
+    : user_ex_(std::move(ex)), strand_(asio::make_strand(user_ex_)), tls_(tls),
+      cfg_(std::move(cfg)), log_(std::move(log)), run_timer_(strand_), refresh_done_(strand_),
+      rng_(std::random_device{}()) {}
+
+cluster_stats cluster_impl::stats() const noexcept {
+    constexpr auto r = std::memory_order_relaxed;
+    return {moved_.load(r),
+            asks_.load(r),
+            retries_.load(r),
+            refreshes_.load(r),
+            refresh_failures_.load(r),
+            open_nodes_.load(r)};
+}
+
+std::shared_ptr<connection_impl> cluster_impl::node(const cluster_node& n) {
+    auto key = n.address();
+    if (auto it = nodes_.find(key); it != nodes_.end())
+        return it->second.conn;
+    auto cfg = cfg_.node;
+    cfg.host = n.host;
+    cfg.port = n.port;
+    cfg.unix_socket.clear();
+    auto conn = std::make_shared<connection_impl>(user_ex_, tls_, std::move(cfg), log_);
+    conn->use_sharded_pubsub();
+    nodes_.emplace(key, node_entry{conn, 0});
+    open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
+    log_.log(logger::level::info, "cluster: opening a connection to " + key);
+    conn->start_run([](error_code) {});
+    return conn;
+}
+
+void cluster_impl::start_run(asio::any_completion_handler<void(error_code)> handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected())
+        slot.assign([weak = weak_from_this()](asio::cancellation_type) {
+            if (auto self = weak.lock())
+                self->stop();
+        });
+    asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+        if (self->running_ || self->stopped_) {
+            deliver(std::move(h), self->user_ex_,
+                    error_code(self->running_ ? error_code(error::operation_in_progress)
+                                              : error_code(asio::error::operation_aborted)));
+            return;
+        }
+        self->running_ = true;
+        asio::co_spawn(self->strand_, self->run(),
+                       asio::bind_cancellation_slot(
+                           self->run_signal_.slot(),
+                           [self, h = std::move(h)](std::exception_ptr ep, error_code ec) mutable {
+                               if (ep || self->stopped_)
+                                   ec = asio::error::operation_aborted;
+                               self->running_ = false;
+                               deliver(std::move(h), self->user_ex_, ec);
+                           }));
+    });
+}
+
+void cluster_impl::stop() {
+    asio::post(strand_, [self = shared_from_this()] {
+        if (self->stopped_)
+            return;
+        self->stopped_ = true;
+        self->covered_flag_.store(false, std::memory_order_relaxed);
+        for (auto& [addr, n] : self->nodes_)
+            n.conn->stop();
+        self->nodes_.clear();
+        self->open_nodes_.store(0, std::memory_order_relaxed);
+        self->refresh_done_.cancel();
+        self->run_signal_.emit(asio::cancellation_type::terminal);
+    });
+}
+
+awaitable<error_code> cluster_impl::run() {
+    if (cfg_.seeds.empty())
+        co_return error::invalid_argument;
+    for (;;) {
+        co_await refresh();
+        if (stopped_)
+            co_return asio::error::operation_aborted;
+        // Until the map covers every slot, ask again soon; then at the configured pace.
+        auto wait = cfg_.refresh_interval;
+        if (table_.covered() < slot_count)
+            wait = std::max<std::chrono::steady_clock::duration>(cfg_.try_again_delay,
+                                                                 std::chrono::milliseconds(10));
+        if (wait <= std::chrono::steady_clock::duration::zero())
+            run_timer_.expires_at(std::chrono::steady_clock::time_point::max());
+        else
+            run_timer_.expires_after(wait);
+        co_await run_timer_.async_wait(nothrow);
+        if (cancelled(co_await asio::this_coro::cancellation_state) || stopped_)
+            co_return asio::error::operation_aborted;
+    }
+}
+
+void cluster_impl::schedule_refresh() {
+    if (refreshing_ || stopped_ ||
+        std::chrono::steady_clock::now() - last_refresh_ < refresh_min_gap)
+        return;
+    asio::co_spawn(
+        strand_,
+        [](std::shared_ptr<cluster_impl> self) -> awaitable<void> {
+            co_await self->refresh();
+        }(shared_from_this()),
+        asio::detached);
+}
+
+awaitable<void> cluster_impl::refresh() {
+    if (refreshing_) {
+        // Coalesced: wait for the one in flight.
+        const auto gen = refresh_gen_;
+        while (refresh_gen_ == gen && !stopped_) {
+            refresh_done_.expires_at(std::chrono::steady_clock::time_point::max());
+            co_await refresh_done_.async_wait(nothrow);
+            if (cancelled(co_await asio::this_coro::cancellation_state))
+                co_return;
+        }
+        co_return;
+    }
+    refreshing_ = true;
+    auto ec = co_await refresh_once();
+    refreshing_ = false;
+    last_refresh_ = std::chrono::steady_clock::now();
+    ++refresh_gen_;
+    refresh_done_.cancel();
+    if (ec) {
+        refresh_failures_.fetch_add(1, std::memory_order_relaxed);
+        log_.log(logger::level::warning, "cluster: topology refresh failed: " + ec.message());
+    }
+}
+
+awaitable<error_code> cluster_impl::refresh_once() {
+    // Known masters first (shuffled, so that clients spread their questions), then the seeds.
+    std::vector<cluster_node> ask = table_.nodes();
+    std::shuffle(ask.begin(), ask.end(), rng_);
+    for (const auto& s : cfg_.seeds) {
+        cluster_node n{"", s.host, s.port};
+        if (std::none_of(ask.begin(), ask.end(), [&](const cluster_node& k) {
+                return k.host == n.host && k.port == n.port;
+            }))
+            ask.push_back(std::move(n));
+    }
+    request req;
+    req.push("CLUSTER", "SHARDS");
+    error_code last = error::cluster_down;
+    for (const auto& n : ask) {
+        if (stopped_)
+            co_return asio::error::operation_aborted;
+        auto conn = node(n);
+        generic_response resp;
+        asio::steady_timer timer(strand_, cfg_.refresh_timeout);
+        auto r = co_await (exec_on(conn, req, resp) || timer.async_wait(nothrow));
+        if (r.index() == 1) {
+            last = error::connect_timeout;
+            continue;
+        }
+        if (auto [ec, bytes] = std::get<0>(r); ec) {
+            last = ec;
+            continue;
+        }
+        slot_table fresh;
+        if (auto ec = parse_cluster_shards(resp, fresh)) {
+            last = ec;
+            continue;
+        }
+        apply(std::move(fresh));
+        co_return error_code{};
+    }
+    co_return last;
+}
+
+void cluster_impl::apply(slot_table fresh) {
+    table_ = std::move(fresh);
+    refreshes_.fetch_add(1, std::memory_order_relaxed);
+    covered_flag_.store(!stopped_ && table_.covered() == slot_count, std::memory_order_relaxed);
+    // A node that owns no slot in two refreshes in a row is closed: by then the requests it had
+    // in flight have long been answered (or redirected).
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+        const bool master =
+            std::any_of(table_.nodes().begin(), table_.nodes().end(),
+                        [&](const cluster_node& m) { return m.address() == it->first; });
+        if (master) {
+            it->second.absent = 0;
+        } else if (++it->second.absent >= 2) {
+            log_.log(logger::level::info,
+                     "cluster: closing the connection to " + it->first + " (no longer a master)");
+            it->second.conn->stop();
+            it = nodes_.erase(it);
+            continue;
+        }
+        ++it;
+    }
+    open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
+}
+
+awaitable<std::tuple<error_code, std::size_t>> cluster_impl::route(std::uint16_t slot,
+                                                                   const request& req,
+                                                                   const request* eval,
+                                                                   response_adapter out) {
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+    redirect_policy policy(cfg_.max_redirects);
+    std::optional<cluster_node> ask; // one-shot: the next attempt goes there with ASKING
+    const request* current = &req;
+    asio::steady_timer delay(strand_);
+    for (;;) {
+        if (stopped_)
+            co_return std::tuple{error_code(error::not_connected), std::size_t{0}};
+        cluster_node target;
+        if (ask) {
+            target = *ask;
+        } else if (const auto* owner = table_.owner(slot)) {
+            target = *owner;
+        } else {
+            co_await refresh();
+            if (cancelled(co_await asio::this_coro::cancellation_state))
+                co_return std::tuple{error_code(asio::error::operation_aborted), std::size_t{0}};
+            if (const auto* owner2 = table_.owner(slot)) {
+                target = *owner2;
+            } else {
+                auto d = policy.on_outcome({}, "CLUSTERDOWN no master serves the slot", {});
+                if (d.what == redirect_policy::action::fail)
+                    co_return std::tuple{error_code(error::cluster_down), std::size_t{0}};
+                retries_.fetch_add(1, std::memory_order_relaxed);
+                delay.expires_after(cfg_.try_again_delay);
+                co_await delay.async_wait(nothrow);
+                if (cancelled(co_await asio::this_coro::cancellation_state))
+                    co_return std::tuple{error_code(asio::error::operation_aborted),
+                                         std::size_t{0}};
+                continue;
+            }
+        }
+        const bool asking = ask.has_value();
+        ask.reset();
+        auto conn = node(target);
+        std::optional<request> with_ask;
+        if (asking)
+            with_ask.emplace(with_asking(*current));
+        generic_response resp;
+        auto [ec, bytes] = co_await exec_on(conn, asking ? *with_ask : *current, resp);
+        // Aborted but not cancelled by the caller: the cluster closed that node's connection (it
+        // left the map). The request may have been written: its outcome is unknown.
+        if (ec == asio::error::operation_aborted && !stopped_ &&
+            !cancelled(co_await asio::this_coro::cancellation_state))
+            ec = error::connection_lost;
+        const std::size_t skip = asking ? 1 : 0; // ASKING's own +OK
+        const auto text = redirect_text(resp, skip);
+        // Each node has its own script cache: NOSCRIPT sends the EVAL form to the same node.
+        if (!ec && eval && current != eval && text.starts_with("NOSCRIPT")) {
+            current = eval;
+            if (asking)
+                ask = target;
+            continue;
+        }
+        auto d = policy.on_outcome(ec, text, target);
+        switch (d.what) {
+        case redirect_policy::action::complete: {
+            auto replayed = replay(resp, skip, out);
+            co_return std::tuple{ec ? ec : replayed, bytes};
+        }
+        case redirect_policy::action::fail:
+            log_.log(logger::level::warning, "cluster: giving up on a request: " + d.ec.message());
+            co_return std::tuple{d.ec, bytes};
+        case redirect_policy::action::moved:
+            moved_.fetch_add(1, std::memory_order_relaxed);
+            if (log_.enabled(logger::level::debug)) {
+                std::ostringstream os;
+                os << "cluster: slot " << d.target.slot << " moved to " << d.target.node;
+                log_.log(logger::level::debug, os.str());
+            }
+            table_.assign(d.target.slot, d.target.slot, d.target.node);
+            schedule_refresh();
+            break;
+        case redirect_policy::action::ask:
+            asks_.fetch_add(1, std::memory_order_relaxed);
+            ask = d.target.node;
+            break;
+        case redirect_policy::action::retry_later:
+            retries_.fetch_add(1, std::memory_order_relaxed);
+            delay.expires_after(cfg_.try_again_delay);
+            co_await delay.async_wait(nothrow);
+            // CLUSTERDOWN or an unreachable node: a failover may be under way, so the next
+            // attempt goes by a fresh map (coalesced with any refresh in flight).
+            if (d.refresh && !cancelled(co_await asio::this_coro::cancellation_state))
+                co_await refresh();
+            if (cancelled(co_await asio::this_coro::cancellation_state))
+                co_return std::tuple{error_code(asio::error::operation_aborted), std::size_t{0}};
+            break;
+        }
+    }
+}
+
+std::string cluster_impl::redirect_text(const generic_response& resp, std::size_t skip) {
+    // Re-sending is safe only if no command of the request ran: every reply after `skip` must
+    // be an error of condition::not_executed. Then the first one decides.
+    std::string first;
+    std::size_t reply = 0;
+    for (const auto& n : resp) {
+        if (n.depth != 0)
+            continue;
+        if (reply++ < skip)
+            continue;
+        if (!resp3::is_error(n.data_type))
+            return {};
+        if (!n.value.starts_with("NOSCRIPT") &&
+            classify_server_error(n.value) != condition::not_executed)
+            return {};
+        if (first.empty())
+            first = n.value;
+    }
+    return first;
+}
+
+error_code cluster_impl::replay(const generic_response& resp, std::size_t skip,
+                                response_adapter out) {
+    error_code ec;
+    std::size_t reply = 0;
+    for (const auto& n : resp) {
+        if (n.depth == 0)
+            ++reply;
+        if (reply <= skip)
+            continue;
+        out(reply - 1 - skip, resp3::node_view{n.data_type, n.aggregate_size, n.depth, n.value},
+            ec);
+    }
+    return ec;
+}
+
+void cluster_impl::start_route(
+    std::uint16_t slot, std::shared_ptr<const request> req, std::shared_ptr<const request> eval,
+    response_adapter out, asio::any_completion_handler<void(error_code, std::size_t)> handler) {
+    auto cslot = asio::get_associated_cancellation_slot(handler);
+    auto body = [](std::shared_ptr<cluster_impl> self, std::uint16_t slot,
+                   std::shared_ptr<const request> req, std::shared_ptr<const request> eval,
+                   response_adapter out) -> awaitable<std::tuple<error_code, std::size_t>> {
+        co_return co_await self->route(slot, *req, eval.get(), out);
+    };
+    asio::co_spawn(
+        strand_, body(shared_from_this(), slot, std::move(req), std::move(eval), out),
+        asio::bind_cancellation_slot(
+            cslot, [ex = user_ex_, h = std::move(handler)](
+                       std::exception_ptr ep, std::tuple<error_code, std::size_t> r) mutable {
+                auto [ec, n] = r;
+                if (ep)
+                    ec = asio::error::operation_aborted;
+                deliver(std::move(h), ex, ec, n);
+            }));
+}
+
+} // namespace detail
+
+namespace asio = boost::asio;
+
+cluster::cluster(executor_type ex, cluster_config cfg, logger log)
+    : impl_(std::make_shared<detail::cluster_impl>(std::move(ex), nullptr, std::move(cfg),
+                                                   std::move(log))) {}
+
+cluster::cluster(executor_type ex, asio::ssl::context& tls, cluster_config cfg, logger log)
+    : impl_(std::make_shared<detail::cluster_impl>(std::move(ex), &tls, std::move(cfg),
+                                                   std::move(log))) {}
+
+cluster::~cluster() {
+    impl_->stop();
+}
+
+cluster::executor_type cluster::get_executor() const noexcept {
+    return impl_->executor();
+}
+
+const cluster_config& cluster::config() const noexcept {
+    return impl_->config();
+}
+
+void cluster::cancel() {
+    impl_->stop();
+}
+
+bool cluster::is_connected() const noexcept {
+    return impl_->is_connected();
+}
+
+cluster_stats cluster::stats() const noexcept {
+    return impl_->stats();
+}
+
+void cluster::async_run_impl(asio::any_completion_handler<void(error_code)> handler) {
+    impl_->start_run(std::move(handler));
+}
+
+void cluster::async_exec_impl(std::string_view routing_key, const request& req,
+                              detail::response_adapter adapter,
+                              asio::any_completion_handler<void(error_code, std::size_t)> h) {
+    // The request is the caller's (alive until completion): an aliasing pointer, no copy.
+    impl_->start_route(detail::key_slot(routing_key),
+                       std::shared_ptr<const request>(std::shared_ptr<void>(), &req), nullptr,
+                       adapter, std::move(h));
+}
+
+void cluster::async_eval_impl(const script& s, std::span<const std::string_view> keys,
+                              std::span<const std::string_view> args, generic_response& resp,
+                              asio::any_completion_handler<void(error_code)> handler) {
+    const auto slot = detail::common_slot(keys);
+    if (!slot) {
+        detail::deliver(std::move(handler), impl_->executor(), error_code(error::cross_slot));
+        return;
+    }
+    auto evalsha = std::make_shared<const request>(connection::make_evalsha(s, keys, args));
+    auto eval = std::make_shared<const request>(detail::make_eval(s, keys, args));
+    auto cslot = asio::get_associated_cancellation_slot(handler);
+    auto ex = asio::get_associated_executor(handler, impl_->executor());
+    impl_->start_route(*slot, std::move(evalsha), std::move(eval), detail::make_adapter(resp),
+                       asio::bind_cancellation_slot(
+                           cslot, asio::bind_executor(ex, [h = std::move(handler)](
+                                                              error_code ec, std::size_t) mutable {
+                               std::move(h)(ec);
+                           })));
+}
+
+} // namespace corolock

@@ -1,0 +1,100 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SRC_DETAIL_CLUSTER_IMPL_HPP
+#define COROLOCK_SRC_DETAIL_CLUSTER_IMPL_HPP
+
+#include "connection_impl.hpp"
+#include "redirect_policy.hpp"
+#include "slot_table.hpp"
+#include <corolock/cluster.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+
+namespace corolock::detail {
+
+class cluster_impl : public std::enable_shared_from_this<cluster_impl> {
+public:
+    cluster_impl(boost::asio::any_io_executor ex, boost::asio::ssl::context* tls,
+                 cluster_config cfg, logger log);
+
+    const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }
+    const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept {
+        return strand_;
+    }
+    const cluster_config& config() const noexcept { return cfg_; }
+    const logger& log() const noexcept { return log_; }
+
+    // --- any thread
+    void start_run(boost::asio::any_completion_handler<void(error_code)> handler);
+    void stop();
+    bool is_connected() const noexcept { return covered_flag_.load(std::memory_order_relaxed); }
+    cluster_stats stats() const noexcept;
+    // Sends `req` to the master of `slot` (posts to the strand), following redirects; `eval`
+    // (may be null) is the EVAL form sent on NOSCRIPT. The replies of the last attempt go to
+    // `out`.
+    void start_route(std::uint16_t slot, std::shared_ptr<const request> req,
+                     std::shared_ptr<const request> eval, response_adapter out,
+                     boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
+
+    // --- strand only
+    // The connection to a master (opened and started on first use).
+    std::shared_ptr<connection_impl> node(const cluster_node& n);
+    const slot_table& table() const noexcept { return table_; }
+    // Asks for the topology now, or waits for the question in flight.
+    boost::asio::awaitable<void> refresh();
+    // Starts a refresh in the background unless one ran within the last second.
+    void schedule_refresh();
+    bool stopped() const noexcept { return stopped_; }
+
+private:
+    boost::asio::awaitable<error_code> run();
+    boost::asio::awaitable<error_code> refresh_once();
+    void apply(slot_table fresh);
+    boost::asio::awaitable<std::tuple<error_code, std::size_t>>
+    route(std::uint16_t slot, const request& req, const request* eval, response_adapter out);
+    // The error text that decides a re-send, or empty when some command of the request may have
+    // run (see redirect_policy).
+    static std::string redirect_text(const generic_response& resp, std::size_t skip);
+    // Feeds the replies after the first `skip` to the caller's adapter.
+    static error_code replay(const generic_response& resp, std::size_t skip, response_adapter out);
+
+    struct node_entry {
+        std::shared_ptr<connection_impl> conn;
+        unsigned absent = 0; // refreshes in a row that found it owning no slot
+    };
+
+    boost::asio::any_io_executor user_ex_;
+    boost::asio::strand<boost::asio::any_io_executor> strand_;
+    boost::asio::ssl::context* tls_;
+    cluster_config cfg_;
+    logger log_;
+
+    slot_table table_;
+    std::map<std::string, node_entry, std::less<>> nodes_; // by "host:port"
+    boost::asio::steady_timer run_timer_;
+    boost::asio::steady_timer refresh_done_; // cancelled when a refresh ends: wakes its waiters
+    boost::asio::cancellation_signal run_signal_;
+    bool running_ = false;
+    bool stopped_ = false;
+    bool refreshing_ = false;
+    std::uint64_t refresh_gen_ = 0;
+    std::chrono::steady_clock::time_point last_refresh_{};
+    std::minstd_rand rng_;
+
+    std::atomic<bool> covered_flag_{false};
+    std::atomic<std::uint64_t> moved_{0}, asks_{0}, retries_{0}, refreshes_{0},
+        refresh_failures_{0}, open_nodes_{0};
+};
+
+} // namespace corolock::detail
+
+#endif

@@ -1,0 +1,201 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "common/redis_cluster.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace corolock::test {
+
+namespace {
+
+std::string cli_binary() {
+    const char* env = std::getenv("COROLOCK_REDIS_CLI");
+    return env && *env ? env : "redis-cli";
+}
+
+std::string addr(const redis_process& p) {
+    return p.host() + ":" + std::to_string(p.port());
+}
+
+// The body of a RESP2 bulk reply ("$n\r\n...\r\n"), or the raw text.
+std::string bulk(const std::string& raw) {
+    if (raw.empty() || raw[0] != '$')
+        return raw;
+    auto start = raw.find("\r\n");
+    if (start == std::string::npos)
+        return raw;
+    auto body = raw.substr(start + 2);
+    if (body.size() >= 2 && body.ends_with("\r\n"))
+        body.resize(body.size() - 2);
+    return body;
+}
+
+} // namespace
+
+bool redis_cluster::available() {
+    if (!redis_process::available())
+        return false;
+    std::string out;
+    try {
+        return cli({"--version"}, &out) == 0;
+    } catch (...) {
+        return false;
+    }
+}
+
+int redis_cluster::cli(const std::vector<std::string>& args, std::string* out,
+                       std::chrono::seconds timeout) {
+    char path[] = "/tmp/corolock-cli-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0)
+        throw std::runtime_error("mkstemp failed");
+    std::vector<std::string> argv_s{cli_binary()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fd);
+        ::unlink(path);
+        throw std::runtime_error("fork failed");
+    }
+    if (pid == 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        const int devnull = ::open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            ::dup2(devnull, 0);
+        ::execvp(argv[0], argv.data());
+        ::_exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            break;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::string text;
+    ::lseek(fd, 0, SEEK_SET);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        text.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    ::unlink(path);
+    if (out)
+        *out = std::move(text);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+redis_cluster::redis_cluster(std::size_t masters, std::size_t replicas) {
+    for (std::size_t i = 0; i < masters * (1 + replicas); ++i)
+        nodes_.push_back(std::make_unique<redis_process>(std::vector<std::string>{
+            "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-config-file",
+            "nodes.conf",
+            // A replica may always take over, however long ago it last heard its master (the
+            // default refuses after 10 node timeouts, which a loaded test machine can reach).
+            "--cluster-replica-validity-factor", "0"}));
+    std::vector<std::string> args{"--cluster", "create"};
+    for (auto& n : nodes_)
+        args.push_back(addr(*n));
+    args.insert(args.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+    std::string out;
+    if (cli(args, &out) != 0)
+        throw std::runtime_error("redis-cli --cluster create failed:\n" + out);
+    wait_ok();
+}
+
+std::string redis_cluster::id(const redis_process& node) const {
+    return bulk(node.command({"CLUSTER", "MYID"}));
+}
+
+redis_process& redis_cluster::master_of(std::uint16_t slot) {
+    for (auto& asked : nodes_) {
+        if (!asked->running())
+            continue;
+        // CLUSTER NODES: <id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <state>
+        // <slots...>
+        std::istringstream lines(bulk(asked->command({"CLUSTER", "NODES"})));
+        for (std::string line; std::getline(lines, line);) {
+            std::istringstream f(line);
+            std::string nid, address, flags, master, ping, pong, epoch, state;
+            f >> nid >> address >> flags >> master >> ping >> pong >> epoch >> state;
+            if (flags.find("master") == std::string::npos ||
+                flags.find("fail") != std::string::npos)
+                continue;
+            for (std::string range; f >> range;) {
+                if (range.starts_with("["))
+                    continue; // a migration in progress
+                const auto dash = range.find('-');
+                const int first = std::stoi(range.substr(0, dash));
+                const int last =
+                    dash == std::string::npos ? first : std::stoi(range.substr(dash + 1));
+                if (slot < first || slot > last)
+                    continue;
+                const auto port = address.substr(address.find(':') + 1,
+                                                 address.find('@') - address.find(':') - 1);
+                for (auto& n : nodes_)
+                    if (n->running() && std::to_string(n->port()) == port)
+                        return *n;
+            }
+        }
+        break; // the first running node's view is the one asked for
+    }
+    throw std::runtime_error("no running master owns slot " + std::to_string(slot));
+}
+
+void redis_cluster::wait_ok(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        bool ok = true;
+        for (auto& n : nodes_) {
+            if (!n->running() || n->paused())
+                continue;
+            try {
+                if (bulk(n->command({"CLUSTER", "INFO"}, std::chrono::seconds(2)))
+                        .find("cluster_state:ok") == std::string::npos)
+                    ok = false;
+                // A replica is ready once its first sync is done (else it cannot fail over).
+                const auto repl =
+                    bulk(n->command({"INFO", "replication"}, std::chrono::seconds(2)));
+                if (repl.find("role:slave") != std::string::npos &&
+                    repl.find("master_link_status:up") == std::string::npos)
+                    ok = false;
+            } catch (const std::exception&) {
+                ok = false;
+            }
+        }
+        if (ok)
+            return;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("the cluster did not reach cluster_state:ok in time");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+void redis_cluster::reshard(const redis_process& from, const redis_process& to, int count) {
+    std::string out;
+    if (cli({"--cluster", "reshard", addr(from), "--cluster-from", id(from), "--cluster-to", id(to),
+             "--cluster-slots", std::to_string(count), "--cluster-yes"},
+            &out) != 0)
+        throw std::runtime_error("redis-cli --cluster reshard failed:\n" + out);
+}
+
+} // namespace corolock::test
