@@ -662,6 +662,16 @@ void print_uncontended(const lock_figures& f, std::uint64_t& errors) {
         std::cout << "  note: " << f.ref_note << "\n";
 }
 
+// What a perfect client could reach, from the reference measured in the same run: the
+// dropped loop pays one acquire round trip per cycle, the awaited loop an acquire and a release.
+double drop_speedup_bound(const depth_reference& r) {
+    return (1.0 / r.acquire.rps + 1.0 / r.release.rps) / (1.0 / r.acquire.rps);
+}
+// A hand-off costs at least one acquire round trip after the hold.
+double contended_bound(const contended_result& c, const depth_reference& r) {
+    return 1.0 / (c.mean_hold_us * 1e-6 + 1.0 / r.acquire.rps);
+}
+
 void print_drop(const lock_figures& f, std::uint64_t& errors) {
     std::cout << "\n2. sequential acquire + release, default options (watchdog), each coroutine "
                  "its own name:\n"
@@ -688,6 +698,17 @@ void print_drop(const lock_figures& f, std::uint64_t& errors) {
               << against(aw1 && dr1 ? dr1->cycles_per_s() / aw1->cycles_per_s() : missing, 2,
                          ">=", target_drop_speedup_1)
               << "\n";
+    // A dropped-lease cycle still waits for one acquire round trip: when the server's acquire
+    // costs more than its release, even a perfect client stays under 2.
+    if (const auto* r = f.ref_for(1))
+        std::cout << "  bound from the reference at -P 1 (acquire + release round trip over the "
+                     "acquire's alone) "
+                  << show(drop_speedup_bound(*r), 2) << "; speedup / bound "
+                  << show(aw1 && dr1
+                              ? dr1->cycles_per_s() / aw1->cycles_per_s() / drop_speedup_bound(*r)
+                              : missing,
+                          2)
+                  << "\n";
     for (const auto& u : f.drop) {
         errors += u.errors;
         if (!u.first_error.empty())
@@ -751,6 +772,11 @@ void print_contended(const lock_figures& f, std::uint64_t& errors) {
                                  ">=", target_contended_share * c.ideal_per_s())
                       << "  (ideal 1/hold = " << show(c.ideal_per_s(), 0) << "/s, ratio "
                       << show(c.cycles_per_s() / c.ideal_per_s(), 3) << ")\n";
+        if (c.hold_ms == 1)
+            if (const auto* r = f.ref_for(1))
+                std::cout << "  bound 1/(hold as measured + one acquire round trip at -P 1) "
+                          << show(contended_bound(c, *r), 0) << "/s; cycles/s / bound "
+                          << show(c.cycles_per_s() / contended_bound(c, *r), 3) << "\n";
         if (c.unordered)
             std::cout << "    " << c.unordered
                       << " acquisitions completed before the previous release had\n";
@@ -807,6 +833,8 @@ void print_json(const options& o, const target& t, const lock_figures& f, std::u
         j.num(p + "_awaited_cycles_per_s", a)
             .num(p + "_dropped_cycles_per_s", d)
             .num(p + "_drop_speedup", d / a)
+            .num(p + "_drop_speedup_bound",
+                 f.ref_for(1) ? drop_speedup_bound(*f.ref_for(1)) : missing)
             .num(p + "_awaited_client_cpu_us_per_cycle", aw ? aw->cpu_us_per_cycle() : missing)
             .num(p + "_dropped_client_cpu_us_per_cycle", dr ? dr->cpu_us_per_cycle() : missing);
     }
@@ -827,6 +855,8 @@ void print_json(const options& o, const target& t, const lock_figures& f, std::u
         j.num(p + "_cycles_per_s", c.cycles_per_s())
             .num(p + "_ideal_per_s", c.ideal_per_s())
             .num(p + "_efficiency", c.cycles_per_s() / c.ideal_per_s())
+            .num(p + "_round_trip_bound_per_s",
+                 f.ref_for(1) ? contended_bound(c, *f.ref_for(1)) : missing)
             .num(p + "_wait_p50_us", c.wait_p50_us)
             .num(p + "_wait_p99_us", c.wait_p99_us)
             .num(p + "_wait_max_us", c.wait_max_us)

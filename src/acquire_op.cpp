@@ -3,27 +3,19 @@
 
 #include "detail/lock_scripts.hpp"
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/prefer.hpp>
-
 #include <algorithm>
 
 namespace corolock::detail {
 
-namespace asio = boost::asio;
-
 acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h)
     : core_(std::move(core)), svc_(*core_->svc), fsm_(p), handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
-      handler_ex_(asio::prefer(asio::get_associated_executor(handler_, spec().conn->executor()),
-                               asio::execution::outstanding_work.tracked)),
+      handler_ex_(tracked_work(handler_executor(handler_, spec().conn->executor()))),
       timer_(spec().conn->strand()), owner_(random_owner_id()) {
     const std::string_view keys[] = {spec().name, spec().fence_key};
     const std::string_view args[] = {
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
-    req_ = std::make_shared<request>(connection::make_evalsha(acquire_script(), keys, args));
+    req_ = connection::make_evalsha(acquire_script(), keys, args);
     resp_.reserve(3); // the reply's shape: an array of two integers
 }
 
@@ -57,10 +49,8 @@ void acquire_op::act(const acquire_action& a) {
 void acquire_op::send_attempt() {
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
-    start_eval(
-        spec().conn, acquire_script(), req_, resp_,
-        asio::bind_executor(spec().conn->strand(),
-                            [self = shared_from_this()](error_code ec) { self->on_reply(ec); }));
+    eval_on_strand(*spec().conn, acquire_script(), req_, resp_,
+                   [self = shared_from_this()](error_code ec) { self->on_reply(ec); });
 }
 
 void acquire_op::on_reply(error_code ec) {
@@ -124,7 +114,7 @@ void acquire_op::complete(error_code ec, bool granted) {
         svc_.watch(st, fsm_.sent());
         out = lease_access::make(std::move(st));
     }
-    deliver(std::move(handler_), spec().conn->executor(), ec, std::move(out));
+    deliver_on(handler_ex_, std::move(handler_), spec().conn->executor(), ec, std::move(out));
     handler_ex_ = {};
     auto& p = core_->pending;
     auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });

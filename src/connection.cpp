@@ -46,13 +46,12 @@ public:
     exec_op(const request& req, response_adapter adapter, handler_type h,
             const asio::any_io_executor& fallback)
         : exec_entry(req, adapter), handler_(std::move(h)), fallback_(fallback),
-          work_(asio::prefer(asio::get_associated_executor(handler_, fallback),
-                             asio::execution::outstanding_work.tracked)) {}
+          work_(tracked_work(handler_executor(handler_, fallback))) {}
 
 private:
     void on_complete(error_code ec, std::size_t n) override {
         // The post holds work on the handler's executor from here on.
-        deliver(std::move(handler_), fallback_, ec, n);
+        deliver_on(work_, std::move(handler_), fallback_, ec, n);
         work_ = {};
     }
 
@@ -208,9 +207,19 @@ asio::mutable_buffer read_buffer::prepare(std::size_t min_free) {
 
 // ---------------------------------------------------------------- connection_impl
 
+namespace {
+
+asio::any_io_executor make_connection_strand(const asio::any_io_executor& ex) {
+    if (const auto* io = ex.target<io_executor>())
+        return asio::make_strand(*io);
+    return asio::make_strand(ex);
+}
+
+} // namespace
+
 connection_impl::connection_impl(asio::any_io_executor ex, asio::ssl::context* tls,
                                  connection_config cfg, logger log)
-    : user_ex_(std::move(ex)), strand_(asio::make_strand(user_ex_)), tls_(tls),
+    : user_ex_(std::move(ex)), strand_(make_connection_strand(user_ex_)), tls_(tls),
       cfg_(std::move(cfg)), log_(std::move(log)), mpx_(cfg_.max_reply_nodes), parser_(cfg_.limits),
       writer_timer_(strand_), reaper_timer_(strand_), sleep_timer_(strand_),
       rng_(std::random_device{}()) {}
@@ -832,10 +841,8 @@ request connection::make_evalsha(const script& s, std::span<const std::string_vi
     return r;
 }
 
-namespace {
-
 // EVALSHA <sha> rest... -> EVAL <source> rest...
-request evalsha_to_eval(const request& evalsha, const script& s) {
+request detail::evalsha_to_eval(const request& evalsha, const script& s) {
     const std::string_view p = evalsha.payload();
     const auto header_end = p.find("\r\n") + 2;
     // "$7\r\nEVALSHA\r\n" then "$40\r\n<sha1>\r\n"
@@ -850,23 +857,17 @@ request evalsha_to_eval(const request& evalsha, const script& s) {
     return r;
 }
 
-} // namespace
-
 request detail::make_eval(const script& s, std::span<const std::string_view> keys,
                           std::span<const std::string_view> args) {
     return evalsha_to_eval(connection::make_evalsha(s, keys, args), s);
 }
 
-namespace {
+namespace detail {
 
 bool is_noscript(const generic_response& resp) {
     return !resp.empty() && resp.front().data_type == resp3::type::simple_error &&
            resp.front().value.starts_with("NOSCRIPT");
 }
-
-} // namespace
-
-namespace detail {
 
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 std::shared_ptr<request> req, generic_response& resp,

@@ -178,10 +178,8 @@ void lock_service::give_back(const lock_spec& spec, const owner_id& owner) {
     const std::string_view args[] = {{owner.data(), owner.size()}, spec.channel};
     // EVAL, not EVALSHA: an undo must reach Redis before anything queued after it (a NOSCRIPT
     // retry would put it behind the next attempt, and it would delete that new grant).
-    auto req = std::make_shared<request>(make_eval(release_script(), keys, args));
-    auto resp = std::make_shared<generic_response>();
-    start_exec(spec.conn, *req, make_adapter(*resp),
-               asio::bind_executor(conn_.strand(), [req, resp](error_code, std::size_t) {}));
+    auto call = std::make_shared<script_call>(make_eval(release_script(), keys, args));
+    eval_on_strand(conn_, release_script(), call->req, call->resp, [call](error_code) {});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,39 +248,37 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
         hand_over = it->second.handoff_streak < max_handoff_streak;
         it->second.handoff_streak = hand_over ? it->second.handoff_streak + 1 : 0;
     }
-    auto req = std::make_shared<request>(
+    auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : connection::make_evalsha(release_script(), keys, args));
-    auto resp = std::make_shared<generic_response>();
-    start_eval(s->spec->conn, release_script(), req, *resp,
-               asio::bind_executor(conn_.strand(), [self = shared_from_this(), s, req, resp,
-                                                    done = std::move(done)](error_code ec) mutable {
-                   bool released = false;
-                   if (!ec)
-                       ec = decode_release(*resp, released);
-                   if (!released) // no message will come for this release
-                       if (auto it = self->queues_.find(s->spec->name);
-                           it != self->queues_.end() && it->second.own_releases > 0)
-                           --it->second.own_releases;
-                   if (!ec && !released) {
-                       // Gone or taken before we released: the section may have overlapped.
-                       ec = error::lease_lost;
-                       self->stats_.leases_lost.fetch_add(1, std::memory_order_relaxed);
-                       self->log().log(logger::level::warning,
-                                       describe(*s->spec) +
-                                           "lease found lost at release (expired or taken)");
-                   } else if (ec) {
-                       // Aborted or not connected: the connection is stopped by its owner.
-                       self->log().log(ec == asio::error::operation_aborted ||
-                                               ec == error::not_connected
-                                           ? logger::level::debug
-                                           : logger::level::warning,
-                                       describe(*s->spec) + "release failed (" + ec.message() +
-                                           "); the key expires with its lease");
-                   }
-                   if (done)
-                       deliver(std::move(done), self->conn_.executor(), ec);
-               }));
+    eval_on_strand(
+        conn_, release_script(), call->req, call->resp,
+        [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
+            bool released = false;
+            if (!ec)
+                ec = decode_release(call->resp, released);
+            if (!released) // no message will come for this release
+                if (auto it = self->queues_.find(s->spec->name);
+                    it != self->queues_.end() && it->second.own_releases > 0)
+                    --it->second.own_releases;
+            if (!ec && !released) {
+                // Gone or taken before we released: the section may have overlapped.
+                ec = error::lease_lost;
+                self->stats_.leases_lost.fetch_add(1, std::memory_order_relaxed);
+                self->log().log(logger::level::warning,
+                                describe(*s->spec) +
+                                    "lease found lost at release (expired or taken)");
+            } else if (ec) {
+                // Aborted or not connected: the connection is stopped by its owner.
+                self->log().log(ec == asio::error::operation_aborted || ec == error::not_connected
+                                    ? logger::level::debug
+                                    : logger::level::warning,
+                                describe(*s->spec) + "release failed (" + ec.message() +
+                                    "); the key expires with its lease");
+            }
+            if (done)
+                deliver(std::move(done), self->conn_.executor(), ec);
+        });
     if (hand_over)
         hand_off(s->spec->name);
 }
@@ -294,33 +290,32 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     }
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->lease_ms};
-    auto req = std::make_shared<request>(connection::make_evalsha(renew_script(), keys, args));
-    auto resp = std::make_shared<generic_response>();
+    auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
     const auto sent = clock::now();
-    start_eval(s->spec->conn, renew_script(), req, *resp,
-               asio::bind_executor(conn_.strand(), [self = shared_from_this(), s, req, resp, sent,
-                                                    done = std::move(done)](error_code ec) mutable {
-                   std::vector<bool> renewed;
-                   if (!ec)
-                       ec = decode_renew(*resp, renewed);
-                   if (!ec && renewed.size() != 1)
-                       ec = error::unexpected_reply;
-                   if (!ec && !lease_table::contains(*s))
-                       ec = s->lost_view.load(std::memory_order_relaxed) != 0
-                                ? error_code(s->lost_reason)
-                                : error_code(error::not_owner);
-                   if (!ec) {
-                       if (self->table_.on_renewed(*s, sent, clock::now(), renewed[0])) {
-                           self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                           self->lose(*s, error::lease_lost);
-                           ec = error::lease_lost;
-                       } else {
-                           s->publish_deadline();
-                       }
-                       self->replan(lease_table::next_event(*s));
-                   }
-                   deliver(std::move(done), self->conn_.executor(), ec);
-               }));
+    eval_on_strand(
+        conn_, renew_script(), call->req, call->resp,
+        [self = shared_from_this(), s, call, sent, done = std::move(done)](error_code ec) mutable {
+            std::vector<bool> renewed;
+            if (!ec)
+                ec = decode_renew(call->resp, renewed);
+            if (!ec && renewed.size() != 1)
+                ec = error::unexpected_reply;
+            if (!ec && !lease_table::contains(*s))
+                ec = s->lost_view.load(std::memory_order_relaxed) != 0
+                         ? error_code(s->lost_reason)
+                         : error_code(error::not_owner);
+            if (!ec) {
+                if (self->table_.on_renewed(*s, sent, clock::now(), renewed[0])) {
+                    self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+                    self->lose(*s, error::lease_lost);
+                    ec = error::lease_lost;
+                } else {
+                    s->publish_deadline();
+                }
+                self->replan(lease_table::next_event(*s));
+            }
+            deliver(std::move(done), self->conn_.executor(), ec);
+        });
 }
 
 void lock_service::wait_lost(std::shared_ptr<lease_state> s, std::uint64_t id, completion h) {
@@ -396,16 +391,14 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
         args.push_back(s->owner_view());
         args.push_back(s->spec->lease_ms);
     }
-    auto req = std::make_shared<request>(connection::make_evalsha(renew_script(), keys, args));
-    auto resp = std::make_shared<generic_response>();
+    auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
-    start_eval(
-        conn_.shared_from_this(), renew_script(), req, *resp,
-        asio::bind_executor(conn_.strand(), [self = shared_from_this(), batch = std::move(batch),
-                                             req, resp, sent](error_code ec) {
+    eval_on_strand(
+        conn_, renew_script(), call->req, call->resp,
+        [self = shared_from_this(), batch = std::move(batch), call, sent](error_code ec) {
             std::vector<bool> renewed;
             if (!ec)
-                ec = decode_renew(*resp, renewed);
+                ec = decode_renew(call->resp, renewed);
             if (!ec && renewed.size() != batch.size())
                 ec = error::unexpected_reply;
             const auto now = clock::now();
@@ -430,7 +423,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                     earliest = std::min(earliest, lease_table::next_event(s));
             }
             self->replan(earliest);
-        }));
+        });
 }
 
 void lock_service::on_connection_stopped() {

@@ -48,7 +48,7 @@ private:
     boost::asio::steady_timer timer_;
     clock::time_point armed_ = clock::time_point::max();
     owner_id owner_;
-    std::shared_ptr<request> req_;
+    request req_;
     generic_response resp_;
     waiter_queue* queue_ = nullptr;
 };

@@ -7,12 +7,14 @@
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
 
+#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
@@ -30,31 +32,98 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 namespace corolock::detail {
 
-// Completes `handler` with `args` on its associated executor (else `fallback`), clearing its
-// cancellation slot first. Always a post, never a dispatch: callers run on the connection's
-// strand, and a dispatch onto an executor whose thread is the strand's (an io_context run by
-// this thread) would run user code inside the strand, where a busy handler stalls every reply.
-// The executor of an erased handler (any_completion_executor) cannot be required never-blocking,
-// so the post goes to `fallback` (or the system executor if that cannot either), whose work
-// dispatcher then dispatches to the handler's executor, holding work on it meanwhile.
+using io_executor = boost::asio::io_context::executor_type;
+using io_strand = boost::asio::strand<io_executor>;
+
+// The common executors of a completion handler, seen through a type-erased one: a handler's
+// executor reaches corolock as an any_completion_executor, and every copy of it that changes a
+// property (a post, work tracking) allocates. When it is an io_context's executor or a strand of
+// one, `f(concrete)` runs with the concrete executor and returns true; else nothing runs.
+template <class Executor, class F>
+bool with_concrete(const Executor& ex, F&& f) {
+    namespace execution = boost::asio::execution;
+    using tracked = decltype(boost::asio::prefer(std::declval<io_executor>(),
+                                                 execution::outstanding_work.tracked));
+    using tracked_strand = decltype(boost::asio::prefer(std::declval<io_strand>(),
+                                                        execution::outstanding_work.tracked));
+    if (auto* io = ex.template target<io_executor>())
+        return f(*io), true;
+    if (auto* io = ex.template target<tracked>())
+        return f(*io), true;
+    if (auto* st = ex.template target<io_strand>())
+        return f(*st), true;
+    if (auto* st = ex.template target<tracked_strand>())
+        return f(*st), true;
+    return false;
+}
+
+// The executor of `handler` (else `fallback`), as an any_completion_executor. Asking an erased
+// handler converts the fallback too: a concrete one costs no allocation.
+template <class Handler>
+boost::asio::any_completion_executor
+handler_executor(const Handler& handler, const boost::asio::any_io_executor& fallback) {
+    boost::asio::any_completion_executor ex;
+    if (!with_concrete(fallback, [&](const auto& c) {
+            ex = boost::asio::get_associated_executor(handler, c);
+        }))
+        ex = boost::asio::get_associated_executor(handler, fallback);
+    return ex;
+}
+
+// Outstanding work on `ex`, held while an operation is pending so that its io_context does not
+// run out of work. Concrete where possible (see with_concrete): no allocation.
+inline boost::asio::any_completion_executor
+tracked_work(const boost::asio::any_completion_executor& ex) {
+    namespace execution = boost::asio::execution;
+    boost::asio::any_completion_executor out;
+    if (!with_concrete(ex, [&](const auto& c) {
+            out = boost::asio::prefer(c, execution::outstanding_work.tracked);
+        }))
+        out = boost::asio::prefer(ex, execution::outstanding_work.tracked);
+    return out;
+}
+
+// Completes `handler` with `args` on `ex` (its associated executor, from handler_executor),
+// clearing its cancellation slot first. Always a post, never a dispatch: callers run on the
+// connection's strand, and a dispatch onto an executor whose thread is the strand's (an
+// io_context run by this thread) would run user code inside the strand, where a busy handler
+// stalls every reply. The executor of an erased handler (any_completion_executor) cannot be
+// required never-blocking, so the post goes to `fallback` (or the system executor if that cannot
+// either), whose work dispatcher then dispatches to the handler's executor, holding work on it
+// meanwhile; an io_context's executor or a strand of one is posted to directly.
 template <class Handler, class Executor, class... Args>
-void deliver(Handler&& handler, const Executor& fallback, Args... args) {
-    auto ex = boost::asio::get_associated_executor(handler, fallback);
-    auto fn = boost::asio::bind_executor(
-        std::move(ex), [h = std::forward<Handler>(handler), ... args = std::move(args)]() mutable {
-            boost::asio::get_associated_cancellation_slot(h).clear();
-            std::move(h)(std::move(args)...);
-        });
+void deliver_on(const boost::asio::any_completion_executor& ex, Handler&& handler,
+                const Executor& fallback, Args... args) {
+    auto fn = [h = std::forward<Handler>(handler), ... args = std::move(args)]() mutable {
+        boost::asio::get_associated_cancellation_slot(h).clear();
+        std::move(h)(std::move(args)...);
+    };
+    if (with_concrete(ex, [&](const auto& c) { boost::asio::post(c, std::move(fn)); }))
+        return;
+    auto bound = boost::asio::bind_executor(ex, std::move(fn));
     if constexpr (boost::asio::can_require<Executor,
                                            boost::asio::execution::blocking_t::never_t>::value)
-        boost::asio::post(fallback, std::move(fn));
+        boost::asio::post(fallback, std::move(bound));
     else
-        boost::asio::post(boost::asio::system_executor(), std::move(fn));
+        boost::asio::post(boost::asio::system_executor(), std::move(bound));
+}
+
+// deliver_on the handler's own executor (else `fallback`'s).
+template <class Handler, class Executor, class... Args>
+void deliver(Handler&& handler, const Executor& fallback, Args... args) {
+    if constexpr (std::is_convertible_v<Executor, boost::asio::any_io_executor>) {
+        auto ex = handler_executor(handler, fallback);
+        deliver_on(ex, std::forward<Handler>(handler), fallback, std::move(args)...);
+    } else {
+        auto ex = boost::asio::get_associated_executor(handler, fallback);
+        deliver_on(ex, std::forward<Handler>(handler), fallback, std::move(args)...);
+    }
 }
 
 // Receives pub/sub messages of one channel, on the connection's strand. Must not block.
@@ -120,9 +189,9 @@ public:
                     connection_config cfg, logger log);
 
     const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }
-    const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept {
-        return strand_;
-    }
+    // A strand of the io_context's own executor when the user's executor is one (a strand of
+    // the type-erased executor would allocate on every copy), else of the user's executor.
+    const boost::asio::any_io_executor& strand() const noexcept { return strand_; }
     const connection_config& config() const noexcept { return cfg_; }
     const logger& log() const noexcept { return log_; }
 
@@ -192,7 +261,7 @@ public:
 
 private:
     boost::asio::any_io_executor user_ex_;
-    boost::asio::strand<boost::asio::any_io_executor> strand_;
+    boost::asio::any_io_executor strand_;
     boost::asio::ssl::context* tls_;
     connection_config cfg_;
     logger log_;
@@ -253,6 +322,50 @@ request with_asking(const request& req);
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 std::shared_ptr<request> req, generic_response& resp,
                 boost::asio::any_completion_handler<void(error_code)> handler);
+
+// The EVAL form of an EVALSHA request from connection::make_evalsha, for its retry.
+request evalsha_to_eval(const request& evalsha, const script& s);
+// The reply says the script is not in the server's cache.
+bool is_noscript(const generic_response& resp);
+
+// A request of corolock's own layers, queued on the strand: the entry carries `done`, which runs
+// on the strand (posted, never inside the multiplexer) once the multiplexer lets go of the
+// entry. One allocation, no type-erased handler and no executor copies (start_exec has all
+// three). Never cancelled: the lock layer decides what a late reply means.
+template <class Done>
+class strand_call final : public exec_entry {
+public:
+    strand_call(const boost::asio::any_io_executor& strand, const request& req,
+                response_adapter adapter, Done done)
+        : exec_entry(req, adapter), strand_(strand), done_(std::move(done)) {}
+
+private:
+    void on_complete(error_code ec, std::size_t) override {
+        boost::asio::post(strand_, [done = std::move(done_), ec]() mutable { done(ec); });
+    }
+
+    boost::asio::any_io_executor strand_;
+    Done done_;
+};
+
+// start_eval for corolock's own layers, on the strand: EVALSHA `req`, and EVAL once more on
+// NOSCRIPT; then `done(ec)` runs on the strand. `c`, `s`, `req` and `resp` must live until then
+// (`done` may own them).
+template <class Done>
+void eval_on_strand(connection_impl& c, const script& s, const request& req, generic_response& resp,
+                    Done done) {
+    auto retry = [&c, &s, &req, &resp, done = std::move(done)](error_code ec) mutable {
+        if (ec || !is_noscript(resp))
+            return done(ec);
+        resp.clear();
+        auto eval = std::make_shared<request>(evalsha_to_eval(req, s));
+        auto last = [eval, done = std::move(done)](error_code ec) mutable { done(ec); };
+        c.add_entry(std::make_shared<strand_call<decltype(last)>>(
+            c.strand(), *eval, make_adapter(resp), std::move(last)));
+    };
+    c.add_entry(std::make_shared<strand_call<decltype(retry)>>(c.strand(), req, make_adapter(resp),
+                                                               std::move(retry)));
+}
 
 } // namespace corolock::detail
 

@@ -44,6 +44,13 @@ struct lock_spec {
 
 class acquire_op;
 
+// A script call's request and reply, kept together until it completes (one allocation).
+struct script_call {
+    explicit script_call(request r) noexcept : req(std::move(r)) {}
+    request req;
+    generic_response resp;
+};
+
 // The mutex handle's shared part: its pending acquires, to cancel them with the handle.
 struct mutex_core {
     std::shared_ptr<const lock_spec> spec;

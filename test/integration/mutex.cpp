@@ -23,13 +23,16 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -1798,6 +1801,56 @@ BOOST_FIXTURE_TEST_CASE(a_release_hands_the_lock_to_a_local_waiter_in_one_write,
         BOOST_TEST(!c_got); // and c gets it from b the same way
         quiet_conn.cancel();
     });
+}
+
+// The connection's strand is concrete only over an io_context's own executor, and completions
+// take a shortcut for io_context executors and strands of them (connection_impl.hpp); every
+// other executor takes the type-erased path. On both, locks are granted, refused, released and
+// handed off, and every completion runs on the caller's own executor.
+BOOST_AUTO_TEST_CASE(connections_on_other_executors_complete_on_the_callers_executor) {
+    redis_process srv;
+    asio::io_context ioc;
+    asio::thread_pool pool(2);
+    // One name per connection: the last lease is dropped right before the connection stops,
+    // so its release may never reach Redis (the key then waits for its lease to expire).
+    auto body = [&](asio::any_io_executor conn_ex, std::string name,
+                    std::function<bool()> on_callers_executor) -> awaitable<int> {
+        int wrong = 0;
+        corolock::connection conn(conn_ex, config_for(srv), quiet());
+        conn.async_run(asio::detached);
+        corolock::mutex m(conn, name);
+        for (int i = 0; i < 20; ++i) {
+            lease l = co_await m.async_acquire();
+            wrong += !on_callers_executor() || !l.valid();
+            auto [ec, other] = co_await m.async_try_acquire(tuple_deferred);
+            wrong += !on_callers_executor() || ec || other.valid();
+            if (i % 2 == 0) {
+                auto [rec] = co_await l.async_release(tuple_deferred);
+                wrong += !on_callers_executor() || rec;
+            } // else dropped: released without waiting, the next acquire queues behind it
+        }
+        conn.cancel();
+        co_return wrong;
+    };
+    // A thread pool's executor (erased strand), and a strand of the io_context (a concrete
+    // completion executor that is not the io_context's own).
+    auto pool_ex = pool.get_executor();
+    auto on_pool = asio::co_spawn(
+        pool_ex,
+        body(pool_ex, "lock:executor:pool", [pool_ex] { return pool_ex.running_in_this_thread(); }),
+        asio::use_future);
+    auto strand = asio::make_strand(ioc);
+    auto on_strand = asio::co_spawn(
+        strand,
+        body(strand, "lock:executor:strand", [strand] { return strand.running_in_this_thread(); }),
+        asio::use_future);
+    const auto limit = clock_type::now() + 30s;
+    while (on_strand.wait_for(0s) != std::future_status::ready && clock_type::now() < limit)
+        ioc.run_one_for(100ms);
+    BOOST_TEST_REQUIRE((on_strand.wait_for(0s) == std::future_status::ready));
+    BOOST_TEST(on_strand.get() == 0);
+    BOOST_TEST(on_pool.get() == 0);
+    pool.join();
 }
 
 BOOST_AUTO_TEST_SUITE_END()
