@@ -8,6 +8,7 @@
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
 #include <corolock/mutex.hpp>
+#include <corolock/redlock.hpp>
 #include <corolock/request.hpp>
 #include <corolock/resp3/parser.hpp>
 #include <corolock/resp3/serializer.hpp>

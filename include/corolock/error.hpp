@@ -62,6 +62,11 @@ enum class error {
     operation_in_progress, ///< a second async_run, or a second receive on one subscription
     stale_token,           ///< a fenced write was refused: a newer token exists (lock_lost)
     max_hold_reached,      ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
+
+    // RedLock (redlock.hpp)
+    quorum_not_reached, ///< fewer than a majority of the nodes answered a RedLock round in time
+                        ///< (connection_failure)
+    validity_expired,   ///< a RedLock majority came too late: no validity left (lock_lost)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.
