@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -185,8 +186,10 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state> {
     redlock_lease_fsm fsm;
     asio::steady_timer timer;
     clock::time_point armed = clock::time_point::max();
+    // Boost 1.81's any_completion_handler move-assignment recurses without end: these are only
+    // ever move-constructed (emplace, and vector moves on growth; never erase or assign).
     std::vector<std::pair<std::uint64_t, completion_ec>> lost_waiters;
-    completion_ec release_done;
+    std::optional<completion_ec> release_done;
 
     void publish() noexcept {
         valid_until_view.store(fsm.valid_until().time_since_epoch().count(),
@@ -221,8 +224,10 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state> {
             for (auto& [id, h] : waiters)
                 deliver(std::move(h), spec.executor(), a.ec);
         }
-        if (a.released && release_done)
-            deliver(std::move(release_done), spec.executor(), a.ec);
+        if (a.released && release_done && *release_done) {
+            deliver(std::move(*release_done), spec.executor(), a.ec);
+            release_done.reset();
+        }
         publish();
         arm();
     }
@@ -238,7 +243,7 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state> {
         for (auto& [id, h] : waiters)
             deliver(std::move(h), core->spec->executor(),
                     error_code(asio::error::operation_aborted));
-        release_done = std::move(done);
+        release_done.emplace(std::move(done));
         act(fsm.on_release(clock::now()));
     }
 
@@ -254,13 +259,16 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state> {
     }
 
     void cancel_wait_lost(std::uint64_t id) {
-        auto it = std::find_if(lost_waiters.begin(), lost_waiters.end(),
-                               [id](const auto& p) { return p.first == id; });
-        if (it == lost_waiters.end())
-            return;
-        auto h = std::move(it->second);
-        lost_waiters.erase(it);
-        deliver(std::move(h), core->spec->executor(), error_code(asio::error::operation_aborted));
+        std::vector<std::pair<std::uint64_t, completion_ec>> rest;
+        rest.reserve(lost_waiters.size());
+        for (auto& [i, h] : lost_waiters) {
+            if (i != id)
+                rest.emplace_back(i, std::move(h));
+            else
+                deliver(std::move(h), core->spec->executor(),
+                        error_code(asio::error::operation_aborted));
+        }
+        lost_waiters.swap(rest);
     }
 };
 
