@@ -160,6 +160,7 @@ corolock::lock_stats operator-(const corolock::lock_stats& a, const corolock::lo
 int run_pipeline(const options& o);
 int run_lock(const options& o);
 int run_soak(const options& o);
+int run_redlock(const options& o);
 
 } // namespace corolock::bench
 

@@ -7,9 +7,10 @@
 //                           [--json]
 //   corolock-bench lock [--seconds S] [--locks N] [--alloc-sites] [--host H --port P] [--json]
 //   corolock-bench soak [--seconds S] [--interval I] [--locks N] [--host H --port P] [--json]
+//   corolock-bench redlock [--seconds S] [--json]
 //
-// One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp); what they
-// share is in common.hpp. See bench/README.md for what each figure means.
+// One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, redlock.cpp); what
+// they share is in common.hpp. See bench/README.md for what each figure means.
 #include "common.hpp"
 
 #include <exception>
@@ -27,6 +28,7 @@ constexpr subcommand subcommands[] = {
     {"pipeline", corolock::bench::run_pipeline},
     {"lock", corolock::bench::run_lock},
     {"soak", corolock::bench::run_soak},
+    {"redlock", corolock::bench::run_redlock},
 };
 
 } // namespace
