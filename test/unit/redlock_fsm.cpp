@@ -3,6 +3,7 @@
 // vote and every arrival order of N = 3 and 5, late replies, validity, the retry schedule,
 // cancellation, and the held lease's quorum extensions and release.
 #include "detail/redlock_fsm.hpp"
+
 #include "detail/redlock_scripts.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -13,6 +14,7 @@
 
 using corolock::error;
 using corolock::error_code;
+using corolock::detail::decode_vote;
 using corolock::detail::redlock_acquire_fsm;
 using corolock::detail::redlock_action;
 using corolock::detail::redlock_hold_params;
@@ -20,7 +22,6 @@ using corolock::detail::redlock_lease_action;
 using corolock::detail::redlock_lease_fsm;
 using corolock::detail::redlock_params;
 using corolock::detail::redlock_tally;
-using corolock::detail::decode_vote;
 using corolock::detail::vote;
 using clock_type = std::chrono::steady_clock;
 using outcome = redlock_tally::outcome;
