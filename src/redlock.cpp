@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <optional>
 #include <random>
 #include <set>
@@ -91,8 +92,8 @@ struct owner_requests {
 
 class redlock_acquire_op;
 
-struct redlock_core {
-    redlock_core(std::shared_ptr<const redlock_spec> s)
+struct redlock_core : std::enable_shared_from_this<redlock_core> {
+    explicit redlock_core(std::shared_ptr<const redlock_spec> s)
         : spec(std::move(s)), strand(asio::make_strand(spec->executor())),
           rng(std::random_device{}()) {}
 
@@ -100,6 +101,15 @@ struct redlock_core {
     asio::strand<asio::any_io_executor> strand;
     std::vector<std::shared_ptr<redlock_acquire_op>> pending; // strand only
     std::minstd_rand rng;                                     // strand only
+    // The acquisitions of this handle that wait for a release, in arrival order, and the one
+    // subscription of the handle (on every node while anyone waits). A release message wakes
+    // the first only: 50 waiters woken by every message made 50 rounds per release, each on
+    // every node. The others retry on their back-off timers, or wake when they come first.
+    std::deque<redlock_acquire_op*> waiters; // strand only
+    std::shared_ptr<push_listener> listener; // strand only
+    void join(redlock_acquire_op* op);       // strand only
+    void leave(redlock_acquire_op* op);      // strand only
+    void wake_head();                        // strand only
     struct counters {
         std::atomic<std::uint64_t> rounds{0}, rounds_timed_out{0}, validity_failures{0},
             extensions{0}, leases_lost{0}, releases_sent{0};
@@ -298,24 +308,6 @@ public:
     void wake() { act(fsm_.on_wake(clock::now())); }
 
 private:
-    // Wakes the acquisition on a release message from any node (or a reconnect).
-    class listener final : public push_listener {
-    public:
-        listener(std::weak_ptr<redlock_acquire_op> op, asio::strand<asio::any_io_executor> s)
-            : op_(std::move(op)), strand_(std::move(s)) {}
-        void on_message(std::string_view, std::string_view) override {
-            asio::post(strand_, [op = op_] {
-                if (auto o = op.lock())
-                    o->wake();
-            });
-        }
-        void on_reconnect() override { on_message({}, {}); }
-
-    private:
-        std::weak_ptr<redlock_acquire_op> op_;
-        asio::strand<asio::any_io_executor> strand_;
-    };
-
     void act(const redlock_action& a) {
         auto self = shared_from_this(); // completing may drop the last other reference
         if (a.release_all) {
@@ -347,20 +339,15 @@ private:
     }
 
     void subscribe() {
-        listener_ = std::make_shared<listener>(weak_from_this(), core_->strand);
-        for (auto& node : spec().nodes)
-            asio::post(node->strand(),
-                       [node, ch = spec().channel, l = listener_] { node->add_listener(ch, l); });
+        if (!joined_)
+            core_->join(this);
+        joined_ = true;
     }
 
     void unsubscribe() {
-        if (!listener_)
-            return;
-        for (auto& node : spec().nodes)
-            asio::post(node->strand(), [node, ch = spec().channel, l = listener_] {
-                node->remove_listener(ch, l.get());
-            });
-        listener_.reset();
+        if (joined_)
+            core_->leave(this);
+        joined_ = false;
     }
 
     void arm() {
@@ -408,8 +395,57 @@ private:
     asio::steady_timer timer_;
     clock::time_point armed_ = clock::time_point::max();
     std::shared_ptr<const owner_requests> reqs_;
-    std::shared_ptr<listener> listener_;
+    bool joined_ = false; // in the handle's queue of waiters
 };
+
+// Wakes the first waiter of a handle on a release message from any node (or a reconnect, after
+// which messages may have been lost).
+class redlock_listener final : public push_listener {
+public:
+    redlock_listener(std::weak_ptr<redlock_core> core, asio::strand<asio::any_io_executor> s)
+        : core_(std::move(core)), strand_(std::move(s)) {}
+    void on_message(std::string_view, std::string_view) override {
+        asio::post(strand_, [core = core_] {
+            if (auto c = core.lock())
+                c->wake_head();
+        });
+    }
+    void on_reconnect() override { on_message({}, {}); }
+
+private:
+    std::weak_ptr<redlock_core> core_;
+    asio::strand<asio::any_io_executor> strand_;
+};
+
+void redlock_core::join(redlock_acquire_op* op) {
+    if (waiters.empty()) {
+        // Queued on each connection ahead of the round that follows: no release is missed.
+        listener = std::make_shared<redlock_listener>(weak_from_this(), strand);
+        for (auto& node : spec->nodes)
+            asio::post(node->strand(),
+                       [node, ch = spec->channel, l = listener] { node->add_listener(ch, l); });
+    }
+    waiters.push_back(op);
+}
+
+void redlock_core::leave(redlock_acquire_op* op) {
+    auto it = std::find(waiters.begin(), waiters.end(), op);
+    if (it == waiters.end())
+        return;
+    waiters.erase(it);
+    if (!waiters.empty() || !listener)
+        return;
+    for (auto& node : spec->nodes)
+        asio::post(node->strand(), [node, ch = spec->channel, l = listener] {
+            node->remove_listener(ch, l.get());
+        });
+    listener.reset();
+}
+
+void redlock_core::wake_head() {
+    if (!waiters.empty())
+        waiters.front()->wake();
+}
 
 } // namespace detail
 
