@@ -34,8 +34,10 @@ using corolock::error;
 using corolock::error_code;
 using corolock::redlock_lease;
 using corolock::redlock_options;
+using corolock::test::bulk;
 using corolock::test::config_for;
 using corolock::test::direction;
+using corolock::test::eventually;
 using corolock::test::fault_proxy;
 using corolock::test::quiet;
 using corolock::test::redis_process;
@@ -47,22 +49,7 @@ namespace {
 
 constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
 
-std::string bulk(std::string_view s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
 const std::string nil = "$-1\r\n";
-
-awaitable<bool> eventually(std::function<bool()> done, clock_type::duration within,
-                           clock_type::duration step = 10ms) {
-    const auto until = clock_type::now() + within;
-    for (;;) {
-        if (done())
-            co_return true;
-        if (clock_type::now() >= until)
-            co_return false;
-        co_await sleep_for(step);
-    }
-}
 
 redlock_options options_of(clock_type::duration lease, clock_type::duration node_timeout = {}) {
     redlock_options o;
