@@ -353,7 +353,7 @@ BOOST_AUTO_TEST_CASE(node_restarted_empty_reports_the_holder_lost_within_a_renew
         // Node 0 crashes and comes back empty (no persistence).
         n.srv[0]->restart();
         corolock::redlock b_lock(n.ptrs, "rl:restart", options_of(lease, 500ms));
-        redlock_lease b = co_await b_lock.async_acquire_for(3s);
+        redlock_lease b = co_await b_lock.async_acquire_for(10s);
         // Nodes 0, 3, 4 at least: the overlap RedLock allows after a restart (or all of them,
         // if A's extension already saw the gap and gave its keys back).
         BOOST_REQUIRE(b.owns());
