@@ -8,9 +8,10 @@
 //   corolock-bench lock [--seconds S] [--locks N] [--alloc-sites] [--host H --port P] [--json]
 //   corolock-bench soak [--seconds S] [--interval I] [--locks N] [--host H --port P] [--json]
 //   corolock-bench multi [--seconds S] [--host H --port P] [--json]
+//   corolock-bench redlock [--seconds S] [--json]
 //
-// One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp); what
-// they share is in common.hpp. See bench/README.md for what each figure means.
+// One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp,
+// redlock.cpp); what they share is in common.hpp. See bench/README.md for what each figure means.
 #include "common.hpp"
 
 #include <exception>
@@ -29,6 +30,7 @@ constexpr subcommand subcommands[] = {
     {"lock", corolock::bench::run_lock},
     {"soak", corolock::bench::run_soak},
     {"multi", corolock::bench::run_multi},
+    {"redlock", corolock::bench::run_redlock},
 };
 
 } // namespace

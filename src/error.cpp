@@ -89,6 +89,10 @@ const char* describe(error e) noexcept {
         return "the keys of one call map to different cluster slots";
     case error::too_many_redirects:
         return "too many cluster redirects (MOVED/ASK/TRYAGAIN) for one request";
+    case error::quorum_not_reached:
+        return "fewer than a majority of the RedLock nodes answered in time";
+    case error::validity_expired:
+        return "the RedLock majority answered too late: no validity was left";
     }
     return "unknown corolock error";
 }
@@ -111,7 +115,7 @@ public:
             return make_error_condition(condition::protocol_violation);
         if (in(e, error::server_error, error::no_replicas))
             return make_error_condition(condition::server_failure);
-        if (in(e, error::not_connected, error::pong_timeout))
+        if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached)
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
@@ -122,7 +126,7 @@ public:
         if (e == error::acquire_timeout)
             return make_error_condition(condition::lock_contention);
         if (e == error::not_owner || e == error::lease_lost || e == error::stale_token ||
-            e == error::max_hold_reached)
+            e == error::max_hold_reached || e == error::validity_expired)
             return make_error_condition(condition::lock_lost);
         return {ev, *this};
     }

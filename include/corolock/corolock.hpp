@@ -10,6 +10,7 @@
 #include <corolock/logger.hpp>
 #include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
+#include <corolock/redlock.hpp>
 #include <corolock/request.hpp>
 #include <corolock/resp3/parser.hpp>
 #include <corolock/resp3/serializer.hpp>

@@ -67,6 +67,11 @@ enum class error {
     cross_slot, ///< the keys of one call map to different slots (invalid_argument); also CROSSSLOT
     too_many_redirects, ///< cluster_config::max_redirects re-sends were not enough
                         ///< (server_failure)
+
+    // RedLock (redlock.hpp)
+    quorum_not_reached, ///< fewer than a majority of the nodes answered a RedLock round in time
+                        ///< (connection_failure)
+    validity_expired,   ///< a RedLock majority came too late: no validity left (lock_lost)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

@@ -32,4 +32,21 @@ boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
     co_await t.async_wait(boost::asio::use_awaitable);
 }
 
+boost::asio::awaitable<bool> eventually(std::function<bool()> done,
+                                        std::chrono::steady_clock::duration within,
+                                        std::chrono::steady_clock::duration step) {
+    const auto until = std::chrono::steady_clock::now() + within;
+    for (;;) {
+        if (done())
+            co_return true;
+        if (std::chrono::steady_clock::now() >= until)
+            co_return false;
+        co_await sleep_for(step);
+    }
+}
+
+std::string bulk(std::string_view s) {
+    return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
+}
+
 } // namespace corolock::test

@@ -9,6 +9,9 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
 
 namespace corolock::test {
 
@@ -21,6 +24,14 @@ logger quiet();
 
 // Sleeps on the calling coroutine's executor.
 boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d);
+
+// Polls `done` every `step` until it holds or `within` has passed; returns its last value.
+boost::asio::awaitable<bool>
+eventually(std::function<bool()> done, std::chrono::steady_clock::duration within,
+           std::chrono::steady_clock::duration step = std::chrono::milliseconds(5));
+
+// A RESP2 bulk string, as redis_process::command returns it.
+std::string bulk(std::string_view s);
 
 } // namespace corolock::test
 

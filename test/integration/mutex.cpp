@@ -50,8 +50,10 @@ using corolock::error;
 using corolock::error_code;
 using corolock::lease;
 using corolock::mutex_options;
+using corolock::test::bulk;
 using corolock::test::config_for;
 using corolock::test::direction;
+using corolock::test::eventually;
 using corolock::test::fault_proxy;
 using corolock::test::quiet;
 using corolock::test::redis_process;
@@ -76,24 +78,6 @@ mutex_options lease_of(clock_type::duration lease, bool watchdog = true) {
 
 long long ms(clock_type::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-// A RESP2 bulk string, as redis_process::command returns it.
-std::string bulk(std::string_view s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
-}
-
-// Polls `done` every `step` until it holds or `within` has passed; returns its last value.
-awaitable<bool> eventually(std::function<bool()> done, clock_type::duration within,
-                           clock_type::duration step = 5ms) {
-    const auto until = clock_type::now() + within;
-    for (;;) {
-        if (done())
-            co_return true;
-        if (clock_type::now() >= until)
-            co_return false;
-        co_await sleep_for(step);
-    }
 }
 
 void spin_for(clock_type::duration d) {
