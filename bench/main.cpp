@@ -26,10 +26,8 @@ struct subcommand {
 };
 
 constexpr subcommand subcommands[] = {
-    {"pipeline", corolock::bench::run_pipeline},
-    {"lock", corolock::bench::run_lock},
-    {"soak", corolock::bench::run_soak},
-    {"multi", corolock::bench::run_multi},
+    {"pipeline", corolock::bench::run_pipeline}, {"lock", corolock::bench::run_lock},
+    {"soak", corolock::bench::run_soak},         {"multi", corolock::bench::run_multi},
     {"redlock", corolock::bench::run_redlock},
 };
 
