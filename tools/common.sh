@@ -1,67 +1,15 @@
 # shellcheck shell=bash
 # Shared helpers for the corolock scripts. Source it; do not run it.
 #
-#   ensure_deps            install the Debian packages the build and tests need (as root)
 #   free_port              print a loopback port in 20000-60000 that nothing listens on
 #   start_redis DIR        start a throw-away redis-server child; sets REDIS_PID, REDIS_PORT
 #   stop_redis             stop it (also done on EXIT, INT and TERM)
 #   on_exit 'COMMAND'      run COMMAND when the script ends, however it ends
-#   configure_main_build   configure build/ with g++ as tools/test.sh and tools/demo.sh share it
 #
+# Installing the Debian packages is tools/setup.sh's job (test.sh and demo.sh run it first).
 # The scripts never touch port 6379 and never leave a redis-server running.
 
-COROLOCK_PACKAGES=(
-    cmake g++ make clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime wrk curl
-)
-
 log() { printf '==> %s\n' "$*" >&2; }
-
-# True if the package is installed, by dpkg's records or, for a hand-made install that dpkg
-# does not know about, by the file it provides.
-package_present() {
-    local pkg=$1
-    if command -v dpkg-query >/dev/null 2>&1 &&
-        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
-        return 0
-    fi
-    case $pkg in
-    cmake | make | g++ | clang-14 | redis-server | openssl) command -v "${pkg/clang-14/clang++-14}" >/dev/null 2>&1 ;;
-    redis-tools) command -v redis-cli >/dev/null 2>&1 ;;
-    procps) command -v ps >/dev/null 2>&1 ;;
-    iptables) command -v iptables >/dev/null 2>&1 ;;
-    iproute2) command -v ip >/dev/null 2>&1 ;;
-    faketime) command -v faketime >/dev/null 2>&1 ;;
-    wrk | curl) command -v "$pkg" >/dev/null 2>&1 ;;
-    libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
-    libboost-test1.81-dev) compgen -G '/usr/lib/*/libboost_unit_test_framework.so.1.81*' >/dev/null ;;
-    libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;
-    *) return 1 ;;
-    esac
-}
-
-ensure_deps() {
-    local missing=() pkg
-    for pkg in "${COROLOCK_PACKAGES[@]}"; do
-        package_present "$pkg" || missing+=("$pkg")
-    done
-    if ((${#missing[@]} == 0)); then
-        return 0
-    fi
-    if [[ $(id -u) != 0 ]]; then
-        log "missing packages: ${missing[*]}"
-        log "install them with: sudo apt-get install -y ${missing[*]}"
-        exit 1
-    fi
-    log "installing: ${missing[*]}"
-    local apt=(env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends)
-    # The package lists on a fresh machine may be absent or stale: refresh only if needed.
-    if ! "${apt[@]}" "${missing[@]}"; then
-        log "install failed; running apt-get update and retrying"
-        apt-get update
-        "${apt[@]}" "${missing[@]}"
-    fi
-}
 
 # ---------------------------------------------------------------------------------------------
 # Exit hooks: one trap runs every registered command, so that sourcing scripts can add theirs.
@@ -167,14 +115,3 @@ stop_redis() {
 }
 
 on_exit stop_redis
-
-# ---------------------------------------------------------------------------------------------
-# The main build, shared by test.sh and demo.sh so that neither reconfigures the other's tree.
-
-configure_main_build() {
-    local examples=OFF bench=OFF
-    [[ -f example/CMakeLists.txt ]] && examples=ON
-    [[ -f bench/CMakeLists.txt ]] && bench=ON
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
-        -DCOROLOCK_BUILD_EXAMPLES=$examples -DCOROLOCK_BUILD_BENCH=$bench "$@"
-}

@@ -3,19 +3,18 @@
 #
 #   tools/demo.sh [ARGS...]                            ARGS go to the demo after --host/--port
 #   DEMO_TARGET=corolock_demo_pipeline tools/demo.sh   another program from example/
-# shellcheck disable=SC2119 # configure_main_build takes optional extra cmake arguments
 set -euo pipefail
 DEMO_TARGET=${DEMO_TARGET:-corolock_flash_sale}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=tools/common.sh
 source tools/common.sh
 
-ensure_deps
+tools/setup.sh
 if [[ ! -f example/CMakeLists.txt ]]; then
     log "example/CMakeLists.txt does not exist yet: no demo to build"
     exit 1
 fi
-configure_main_build
+cmake --preset relwithdebinfo
 cmake --build build -j2 --target "$DEMO_TARGET"
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/corolock-demo.XXXXXX")

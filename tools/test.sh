@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds corolock and runs every test: the g++ build with unit, header, integration and example
-# tests, then an ASan+UBSan build, a TSan build, then the RESP3 fuzzer. Every stage runs even if an earlier one
+# tests, then an ASan+UBSan build, a TSan build, the RESP3 fuzzer, a clang++-14 build of the
+# library and tests (unit tests run), and the consumer test (installed package, pkg-config,
+# add_subdirectory, FetchContent; static and shared). Every stage runs even if an earlier one
 # failed; the summary at the end says which did, and the exit status is non-zero if any did.
+# The build trees are those of CMakePresets.json; tools/setup.sh installs the packages first.
 #
 #   tools/test.sh            everything (CI runs this)
-#   tools/test.sh --quick    skip the sanitizer and fuzz stages
+#   tools/test.sh --quick    skip the sanitizer, fuzz, clang and consumer stages
 #
 # COROLOCK_FUZZ_SECONDS (default 60) bounds the fuzzing run.
 # shellcheck disable=SC2317,SC2119 # stage functions are called through run_stage
@@ -18,7 +21,7 @@ for arg in "$@"; do
     case $arg in
     --quick) quick=true ;;
     -h | --help)
-        sed -n '2,9p' "$0"
+        sed -n '2,13p' "$0"
         exit 0
         ;;
     *)
@@ -74,7 +77,7 @@ run_ctest() {
 }
 
 stage_build() {
-    configure_main_build
+    cmake --preset relwithdebinfo
     cmake --build build -j"$JOBS"
 }
 
@@ -83,9 +86,7 @@ stage_ctest() {
 }
 
 stage_asan() {
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
-        -DCOROLOCK_SANITIZE=address,undefined -DCOROLOCK_BUILD_EXAMPLES=OFF \
-        -DCOROLOCK_BUILD_BENCH=OFF
+    cmake --preset asan
     cmake --build build-asan -j"$JOBS"
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -93,17 +94,14 @@ stage_asan() {
 }
 
 stage_tsan() {
-    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=g++ \
-        -DCOROLOCK_SANITIZE=thread -DCOROLOCK_BUILD_EXAMPLES=OFF -DCOROLOCK_BUILD_BENCH=OFF
+    cmake --preset tsan
     cmake --build build-tsan -j"$JOBS" --target corolock_unit_tests corolock_integration_tests
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
     run_ctest tsan --test-dir build-tsan -L 'unit|integration' -E header_check
 }
 
 stage_fuzz() {
-    cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-        -DCOROLOCK_FUZZ=ON -DCOROLOCK_BUILD_TESTS=OFF -DCOROLOCK_BUILD_EXAMPLES=OFF \
-        -DCOROLOCK_BUILD_BENCH=OFF
+    cmake --preset fuzz
     cmake --build build-fuzz -j"$JOBS" --target corolock_resp3_fuzz
     local fuzzer
     fuzzer=$(find build-fuzz -type f -name corolock_resp3_fuzz -perm -u+x | head -n 1)
@@ -120,7 +118,20 @@ stage_fuzz() {
         -artifact_prefix=build-fuzz/artifacts/ "$LOG_DIR/corpus"
 }
 
-ensure_deps
+# The whole library and every test binary with clang++-14; the unit tests run (the g++ stages run
+# the rest).
+stage_clang() {
+    cmake --preset clang
+    cmake --build build-clang -j"$JOBS"
+    run_ctest clang --test-dir build-clang -L unit
+}
+
+# Installs the library (static and shared) and builds and runs small consumers of it.
+stage_consumer() {
+    JOBS=$JOBS test/consumer/run.sh
+}
+
+tools/setup.sh
 total_start=$SECONDS
 
 run_stage build stage_build
@@ -145,6 +156,8 @@ if $quick; then
     skip_stage asan --quick
     skip_stage tsan --quick
     skip_stage fuzz --quick
+    skip_stage clang --quick
+    skip_stage consumer --quick
 else
     run_stage asan stage_asan
     run_stage tsan stage_tsan
@@ -153,6 +166,8 @@ else
     else
         skip_stage fuzz "no test/fuzz/CMakeLists.txt"
     fi
+    run_stage clang stage_clang
+    run_stage consumer stage_consumer
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +179,7 @@ failed=0
         printf '  %-8s %-40s %5ss\n' "${stage_names[i]}" "${stage_results[i]}" "${stage_seconds[i]}"
         [[ ${stage_results[i]} == pass || ${stage_results[i]} == skipped* ]] || failed=1
     done
-    for name in main asan tsan; do
+    for name in main asan tsan clang; do
         file=$LOG_DIR/ctest-$name.log
         [[ -f $file ]] || continue
         echo "  ctest ($name):"

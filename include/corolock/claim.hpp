@@ -3,6 +3,7 @@
 #define COROLOCK_CLAIM_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -33,7 +34,7 @@ struct claim_access;
 ///
 /// Move-only; a moved-from or default-constructed claim is empty. Thread safety: as an Asio
 /// object (distinct objects, safe; one object, not safe).
-class claim {
+class COROLOCK_DECL claim {
 public:
     using duration = std::chrono::steady_clock::duration;
     using time_point = std::chrono::steady_clock::time_point;
@@ -95,9 +96,9 @@ private:
 };
 
 namespace detail {
-void async_claim_impl(connection& conn, std::string key,
-                      std::chrono::steady_clock::duration retention,
-                      boost::asio::any_completion_handler<void(error_code, claim)> handler);
+COROLOCK_DECL void
+async_claim_impl(connection& conn, std::string key, std::chrono::steady_clock::duration retention,
+                 boost::asio::any_completion_handler<void(error_code, claim)> handler);
 }
 
 /// Claims `key` for `retention`: `SET key <owner> NX PX <retention in ms, rounded up>`. At most

@@ -4,6 +4,7 @@
 
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
 #include <corolock/request.hpp>
@@ -68,7 +69,7 @@ struct cluster_stats {
 ///
 /// Thread safety: every member function may be called from any thread; the cluster serialises
 /// its state on an internal strand. The object must outlive every operation started on it.
-class cluster {
+class COROLOCK_DECL cluster {
 public:
     using executor_type = boost::asio::any_io_executor;
 

@@ -3,6 +3,7 @@
 #define COROLOCK_CONNECTION_HPP
 
 #include <corolock/config.hpp>
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
 #include <corolock/request.hpp>
@@ -55,7 +56,7 @@ struct connection_stats {
 /// messages on its channel are buffered (up to connection_config::push_buffer_size; beyond that
 /// the oldest is dropped and counted) and read with `async_receive`. The connection re-issues
 /// SUBSCRIBE after every reconnect. Destroying it unsubscribes. Move-only.
-class subscription {
+class COROLOCK_DECL subscription {
 public:
     subscription() = default;
     subscription(subscription&&) noexcept = default;
@@ -103,7 +104,7 @@ private:
 ///
 /// Thread safety: every member function may be called from any thread; the connection serialises
 /// its state on an internal strand. The object must outlive every operation started on it.
-class connection {
+class COROLOCK_DECL connection {
 public:
     using executor_type = boost::asio::any_io_executor;
 

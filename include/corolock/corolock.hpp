@@ -17,6 +17,7 @@
 #include <corolock/resp3/type.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
+#include <corolock/version.hpp>
 #include <corolock/with_lock.hpp>
 
 #endif

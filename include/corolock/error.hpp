@@ -2,6 +2,8 @@
 #ifndef COROLOCK_ERROR_HPP
 #define COROLOCK_ERROR_HPP
 
+#include <corolock/detail/export.hpp>
+
 #include <boost/system/error_code.hpp>
 
 #include <iosfwd>
@@ -87,8 +89,8 @@ enum class condition {
     not_executed,
 };
 
-const boost::system::error_category& error_category() noexcept;
-const boost::system::error_category& condition_category() noexcept;
+COROLOCK_DECL const boost::system::error_category& error_category() noexcept;
+COROLOCK_DECL const boost::system::error_category& condition_category() noexcept;
 
 inline error_code make_error_code(error e) noexcept {
     return {static_cast<int>(e), error_category()};
@@ -97,18 +99,18 @@ inline boost::system::error_condition make_error_condition(condition c) noexcept
     return {static_cast<int>(c), condition_category()};
 }
 
-std::ostream& operator<<(std::ostream& os, error e);
-std::ostream& operator<<(std::ostream& os, condition c);
+COROLOCK_DECL std::ostream& operator<<(std::ostream& os, error e);
+COROLOCK_DECL std::ostream& operator<<(std::ostream& os, condition c);
 
 /// The code for a server's error reply, from its text (`MOVED 3999 127.0.0.1:6381`, `LOADING
 /// ...`): one of the codes of condition::not_executed, `wrong_type` for WRONGTYPE, `cross_slot` for
 /// CROSSSLOT, else `server_error`. Only the first word counts. Pure; the text itself stays in the
 /// response.
-error_code classify_server_error(std::string_view error_text) noexcept;
+COROLOCK_DECL error_code classify_server_error(std::string_view error_text) noexcept;
 
 /// True when the error means the connection had to be re-established (the request's outcome on
 /// the server may be unknown).
-bool is_connection_error(const error_code& ec) noexcept;
+COROLOCK_DECL bool is_connection_error(const error_code& ec) noexcept;
 
 } // namespace corolock
 

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_LEASE_HPP
 #define COROLOCK_LEASE_HPP
 
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/request.hpp>
 #include <corolock/response.hpp>
@@ -29,7 +30,7 @@ struct lease_access;
 
 // One share of a lease's ownership: the lease itself or a nested hold. The last share to go
 // releases the lock in Redis without waiting (owner-checked), unless it was released explicitly.
-class lease_share {
+class COROLOCK_DECL lease_share {
 public:
     lease_share() noexcept = default;
     explicit lease_share(std::shared_ptr<lease_state> s) noexcept : state_(std::move(s)) {}
@@ -66,7 +67,7 @@ void fail_empty(Handler h) {
 /// A Lua write that runs only while the caller's fencing token is the newest for its lock
 /// (`lease::async_fenced_eval` fails with `error::stale_token` otherwise). The body uses KEYS
 /// and ARGV as usual.
-class fenced_script {
+class COROLOCK_DECL fenced_script {
 public:
     explicit fenced_script(std::string_view body);
     const script& wrapped() const noexcept { return script_; }
@@ -92,7 +93,7 @@ class nested_hold;
 /// executor for a plain callback.
 /// Lifetime: a lease keeps its connection's state alive, but not the connection's execution
 /// context: destroy leases before the io_context they were acquired on (as any Asio object).
-class lease {
+class COROLOCK_DECL lease {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -240,7 +241,7 @@ private:
 };
 
 /// A nested hold on a lease (see `lease::hold`). Move-only; ending it never blocks.
-class nested_hold {
+class COROLOCK_DECL nested_hold {
 public:
     nested_hold() noexcept = default;
     bool owns() const noexcept { return share_.get() != nullptr; }

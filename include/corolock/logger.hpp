@@ -2,6 +2,8 @@
 #ifndef COROLOCK_LOGGER_HPP
 #define COROLOCK_LOGGER_HPP
 
+#include <corolock/detail/export.hpp>
+
 #include <functional>
 #include <iosfwd>
 #include <string_view>
@@ -10,7 +12,7 @@ namespace corolock {
 
 /// A tiny logging hook: no logging library needed. Messages at `lvl` or more severe reach `fn`;
 /// an empty `fn` writes them to std::clog. `level::off` silences everything.
-struct logger {
+struct COROLOCK_DECL logger {
     enum class level { off, error, warning, info, debug };
 
     level lvl = level::warning;
@@ -20,7 +22,7 @@ struct logger {
     void log(level l, std::string_view msg) const;
 };
 
-std::ostream& operator<<(std::ostream& os, logger::level l);
+COROLOCK_DECL std::ostream& operator<<(std::ostream& os, logger::level l);
 
 } // namespace corolock
 

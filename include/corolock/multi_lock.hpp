@@ -3,6 +3,7 @@
 #define COROLOCK_MULTI_LOCK_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
@@ -38,7 +39,7 @@ struct multi_lease_access;
 /// Thread safety: one multi_lease is used by one coroutine at a time; the getters may be called
 /// from any thread.
 /// Executors, lifetime: as `lease`.
-class multi_lease {
+class COROLOCK_DECL multi_lease {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -133,7 +134,7 @@ private:
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection must outlive the multi_lock. Destroying it cancels its pending
 /// acquires (`operation_aborted`); multi_leases already given out live on.
-class multi_lock {
+class COROLOCK_DECL multi_lock {
 public:
     using executor_type = boost::asio::any_io_executor;
     using clock = std::chrono::steady_clock;

@@ -3,6 +3,7 @@
 #define COROLOCK_MUTEX_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
 
@@ -56,7 +57,7 @@ struct lock_stats {
     std::uint64_t leases_held = 0; ///< now
     std::uint64_t waiters = 0;     ///< acquisitions waiting now
 };
-lock_stats get_lock_stats(connection& conn);
+COROLOCK_DECL lock_stats get_lock_stats(connection& conn);
 
 /// A distributed lock on one name: a handle meant to be shared, like `std::mutex` (a class
 /// member used by every request handler is the intended use). It holds no ownership: every
@@ -66,7 +67,7 @@ lock_stats get_lock_stats(connection& conn);
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection must outlive the mutex. Destroying the mutex cancels its pending
 /// acquires (they complete with `operation_aborted`); leases already given out live on.
-class mutex {
+class COROLOCK_DECL mutex {
 public:
     using executor_type = boost::asio::any_io_executor;
     using clock = std::chrono::steady_clock;

@@ -3,6 +3,7 @@
 #define COROLOCK_REDLOCK_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
 
@@ -71,7 +72,7 @@ struct redlock_stats {
 ///
 /// Thread safety: one lease is used by one coroutine at a time; the getters may be called from
 /// any thread. Lifetime: destroy leases before the io_context they were acquired on.
-class redlock_lease {
+class COROLOCK_DECL redlock_lease {
 public:
     using clock = std::chrono::steady_clock;
 
@@ -162,7 +163,7 @@ private:
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connections must outlive the redlock and its leases. Destroying the redlock
 /// cancels its pending acquires (`operation_aborted`); leases already given out live on.
-class redlock {
+class COROLOCK_DECL redlock {
 public:
     using executor_type = boost::asio::any_io_executor;
     using clock = std::chrono::steady_clock;

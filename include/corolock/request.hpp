@@ -2,6 +2,7 @@
 #ifndef COROLOCK_REQUEST_HPP
 #define COROLOCK_REQUEST_HPP
 
+#include <corolock/detail/export.hpp>
 #include <corolock/resp3/serializer.hpp>
 
 #include <charconv>
@@ -32,7 +33,7 @@ requires std::integral<T> &&
 }
 
 // Commands whose RESP3 answer arrives as push frames, not as replies.
-bool is_subscription_command(std::string_view cmd) noexcept;
+COROLOCK_DECL bool is_subscription_command(std::string_view cmd) noexcept;
 
 // Raw access for the connection (EVALSHA/EVAL rewriting).
 struct request_access;
@@ -49,7 +50,7 @@ struct request_access;
 /// reply that refused it (the PONG that follows it is dropped). An exec with `ignore` then fails
 /// with `error::subscribe_refused`. Prefer `connection::subscribe`, which also re-subscribes
 /// after a reconnect.
-class request {
+class COROLOCK_DECL request {
 public:
     /// Appends `cmd args...`. Each argument is a string (binary-safe) or an integer.
     template <class... Args>

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_RESPONSE_HPP
 #define COROLOCK_RESPONSE_HPP
 
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/resp3/type.hpp>
 
@@ -22,7 +23,7 @@ struct ignore_t {};
 inline constexpr ignore_t ignore{};
 
 /// The first error reply in a response, or nullptr.
-const resp3::node* find_error(const generic_response& resp) noexcept;
+COROLOCK_DECL const resp3::node* find_error(const generic_response& resp) noexcept;
 
 namespace detail {
 
@@ -40,8 +41,8 @@ struct response_adapter {
     }
 };
 
-response_adapter make_adapter(generic_response& resp) noexcept;
-response_adapter make_adapter(ignore_t) noexcept;
+COROLOCK_DECL response_adapter make_adapter(generic_response& resp) noexcept;
+COROLOCK_DECL response_adapter make_adapter(ignore_t) noexcept;
 
 } // namespace detail
 } // namespace corolock

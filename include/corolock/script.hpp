@@ -2,6 +2,8 @@
 #ifndef COROLOCK_SCRIPT_HPP
 #define COROLOCK_SCRIPT_HPP
 
+#include <corolock/detail/export.hpp>
+
 #include <string>
 #include <string_view>
 
@@ -9,7 +11,7 @@ namespace corolock {
 
 /// A Lua script and its SHA1. `connection::async_eval` runs it with EVALSHA and, when the server
 /// answers NOSCRIPT (after SCRIPT FLUSH or a restart), once more with EVAL, which also caches it.
-class script {
+class COROLOCK_DECL script {
 public:
     explicit script(std::string source);
 

@@ -1,6 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/redis_process.hpp"
 
+#include <corolock/resp3/serializer.hpp>
+
 #include <arpa/inet.h>
 #include <array>
 #include <atomic>
@@ -260,12 +262,12 @@ std::size_t reply_end(std::string_view buf, std::size_t pos) {
     }
 }
 
+// The library's serializer: an array of bulk strings is the same in RESP2 and RESP3.
 std::string encode_command(std::initializer_list<std::string_view> args) {
-    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    std::string out;
+    resp3::add_header(out, resp3::type::array, args.size());
     for (auto arg : args) {
-        out += "$" + std::to_string(arg.size()) + "\r\n";
-        out += arg;
-        out += "\r\n";
+        resp3::add_blob(out, arg);
     }
     return out;
 }

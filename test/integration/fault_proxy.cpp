@@ -35,8 +35,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
-
 long long ms(clock_type::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }

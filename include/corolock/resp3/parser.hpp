@@ -2,6 +2,7 @@
 #ifndef COROLOCK_RESP3_PARSER_HPP
 #define COROLOCK_RESP3_PARSER_HPP
 
+#include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/resp3/type.hpp>
 
@@ -35,7 +36,7 @@ struct parser_limits {
 /// Any split of the input gives the same nodes: `consume` returns nothing, without error, until
 /// a whole node is available. A parse error is final for the message (and the stream): the
 /// caller must drop the connection.
-class parser {
+class COROLOCK_DECL parser {
 public:
     explicit parser(parser_limits limits = {}) noexcept;
 

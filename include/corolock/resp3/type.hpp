@@ -2,6 +2,8 @@
 #ifndef COROLOCK_RESP3_TYPE_HPP
 #define COROLOCK_RESP3_TYPE_HPP
 
+#include <corolock/detail/export.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
@@ -47,9 +49,9 @@ constexpr bool is_error(type t) noexcept {
 }
 
 /// The wire byte of a type ('+', '-', ...).
-char to_code(type t) noexcept;
+COROLOCK_DECL char to_code(type t) noexcept;
 
-std::ostream& operator<<(std::ostream& os, type t);
+COROLOCK_DECL std::ostream& operator<<(std::ostream& os, type t);
 
 /// One value of a reply, in pre-order. For aggregates `value` is empty and `aggregate_size` is the
 /// declared count (pairs for map and attribute); for the rest `aggregate_size` is 1.
@@ -73,7 +75,7 @@ struct node {
     friend bool operator==(const node&, const node&) = default;
 };
 
-std::ostream& operator<<(std::ostream& os, const node& n);
+COROLOCK_DECL std::ostream& operator<<(std::ostream& os, const node& n);
 
 } // namespace corolock::resp3
 

@@ -1,0 +1,42 @@
+# Install rules and the packages consumed by find_package(corolock) and pkg-config. Included by
+# the top-level CMakeLists.txt when COROLOCK_INSTALL is on.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(corolock_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/corolock)
+install(TARGETS corolock EXPORT corolock-targets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/corolock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT corolock-targets NAMESPACE corolock:: FILE corolock-targets.cmake
+    DESTINATION ${corolock_cmake_dir})
+configure_package_config_file(cmake/corolock-config.cmake.in
+    ${PROJECT_BINARY_DIR}/corolock-config.cmake
+    INSTALL_DESTINATION ${corolock_cmake_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/corolock-config-version.cmake
+    COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/corolock-config.cmake
+    ${PROJECT_BINARY_DIR}/corolock-config-version.cmake
+    DESTINATION ${corolock_cmake_dir})
+
+# pkg-config. The prefix is found from the .pc file's own place, so that `cmake --install
+# --prefix` and a moved tree keep working; `pkg-config --static` lists what libcorolock.a needs.
+set(corolock_pc_dir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+    set(corolock_pc_prefix "${CMAKE_INSTALL_PREFIX}")
+else()
+    file(RELATIVE_PATH corolock_pc_up "/${corolock_pc_dir}" "/")
+    set(corolock_pc_prefix "\${pcfiledir}/${corolock_pc_up}")
+endif()
+foreach(dir LIBDIR INCLUDEDIR)
+    if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+        set(corolock_pc_${dir} "${CMAKE_INSTALL_${dir}}")
+    else()
+        set(corolock_pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+    endif()
+endforeach()
+configure_file(cmake/corolock.pc.in ${PROJECT_BINARY_DIR}/corolock.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/corolock.pc DESTINATION ${corolock_pc_dir})
+
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corolock)

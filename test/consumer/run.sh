@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The consumer test (tools/test.sh stage consumer): corolock used as a user would, each way
+# compiled and run against a throw-away redis-server.
+#   1. install a static Release build (Werror, with the test support library built too, so that
+#      a Release build of the tests' code is checked) and a shared Debug build to prefixes;
+#   2. find_package: test/consumer and test_package/ against each prefix;
+#   3. pkg-config: the consumer compiled by hand against the static prefix;
+#   4. add_subdirectory (static, no build type: the parent's cache must stay empty, and the
+#      parent's install must not install corolock);
+#   5. FetchContent from a tarball of the checkout (shared, MinSizeRel).
+# Usage: test/consumer/run.sh (JOBS, CXX and TMPDIR are honoured). Exits non-zero on a failure.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+# shellcheck source=tools/common.sh
+source tools/common.sh
+
+jobs=${JOBS:-2}
+cxx=${CXX:-g++}
+work=$(mktemp -d "${TMPDIR:-/tmp}/corolock-consumer.XXXXXX")
+on_exit "rm -rf '$work'"
+
+fail() {
+    log "FAIL: $*"
+    exit 1
+}
+
+# install NAME CMAKE-ARGS...: configures, builds and installs the library to $work/NAME.
+install_library() {
+    local name=$1
+    shift
+    cmake -S . -B "$work/build-$name" -DCMAKE_CXX_COMPILER="$cxx" -DCOROLOCK_WERROR=ON \
+        -DCOROLOCK_BUILD_EXAMPLES=OFF -DCOROLOCK_BUILD_BENCH=OFF \
+        -DCMAKE_INSTALL_PREFIX="$work/$name" "$@" >/dev/null
+}
+
+# consume DIR CMAKE-ARGS...: configures and builds test/consumer in DIR.
+consume() {
+    local dir=$1
+    shift
+    cmake -S test/consumer -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" "$@" >/dev/null
+    cmake --build "$dir" -j"$jobs" --target consumer
+}
+
+log "static Release library (and the tests' support code) -> $work/static"
+install_library static -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=ON
+cmake --build "$work/build-static" -j"$jobs" --target corolock corolock_test_common
+cmake --install "$work/build-static" >/dev/null
+
+log "shared Debug library -> $work/shared"
+install_library shared -DCMAKE_BUILD_TYPE=Debug -DCOROLOCK_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=ON
+cmake --build "$work/build-shared" -j"$jobs" --target corolock
+cmake --install "$work/build-shared" >/dev/null
+
+# What the prefixes hold.
+for name in static shared; do
+    for f in include/corolock/version.hpp include/corolock/detail/export.hpp \
+        lib/cmake/corolock/corolock-config.cmake lib/pkgconfig/corolock.pc share/doc/corolock/LICENSE; do
+        [[ -f $work/$name/$f ]] || fail "$name install has no $f"
+    done
+done
+so=$work/shared/lib/libcorolock.so
+soname=$(objdump -p "$so" | awk '/SONAME/ {print $2}')
+[[ $soname =~ ^libcorolock\.so\.[0-9]+\.[0-9]+$ ]] || fail "SONAME is '$soname'"
+[[ -f $work/shared/lib/$soname ]] || fail "no $soname in the shared install"
+exported=$(nm -DC --defined-only "$so" | grep -c 'corolock::' || true)
+hidden=$(nm -DC --defined-only "$so" | grep -c 'corolock::detail::\(acquire_fsm\|multiplexer\|lease_table\)' || true)
+log "shared: SONAME $soname, $exported corolock symbols exported"
+((hidden == 0)) || fail "internal symbols exported from $so ($hidden)"
+
+start_redis "$work/redis"
+
+for name in static shared; do
+    log "find_package consumer and test_package against the $name install"
+    consume "$work/package-$name" -DCMAKE_PREFIX_PATH="$work/$name" -DCMAKE_BUILD_TYPE=Release
+    "$work/package-$name/consumer" "$REDIS_PORT"
+    cmake -S test_package -B "$work/test_package-$name" -DCMAKE_CXX_COMPILER="$cxx" \
+        -DCMAKE_PREFIX_PATH="$work/$name" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$work/test_package-$name" -j"$jobs"
+    "$work/test_package-$name/test_package"
+done
+ldd "$work/package-shared/consumer" | grep -q "$work/shared/lib/$soname" ||
+    fail "the shared consumer does not load $work/shared/lib/$soname"
+
+log "pkg-config consumer against the static install"
+pc_flags=$(PKG_CONFIG_PATH=$work/static/lib/pkgconfig pkg-config --cflags --libs --static corolock)
+# shellcheck disable=SC2086 # pkg-config's output is a list of flags
+"$cxx" -std=c++20 -O1 test/consumer/consumer.cpp -o "$work/pkgconfig-consumer" $pc_flags
+"$work/pkgconfig-consumer" "$REDIS_PORT"
+
+log "add_subdirectory consumer (static, no build type)"
+consume "$work/subdirectory" -DCOROLOCK_CONSUME=subdirectory -DCOROLOCK_SOURCE="$root"
+"$work/subdirectory/consumer" "$REDIS_PORT"
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$work/subdirectory/CMakeCache.txt")
+[[ -z $build_type ]] || fail "the subproject set the parent's CMAKE_BUILD_TYPE to '$build_type'"
+cmake --install "$work/subdirectory" --prefix "$work/subdirectory-install" >/dev/null
+[[ -x $work/subdirectory-install/bin/consumer ]] || fail "the parent's install lost its program"
+[[ ! -e $work/subdirectory-install/include/corolock ]] || fail "the subproject installed itself"
+
+log "FetchContent consumer (shared, MinSizeRel)"
+tar -czf "$work/corolock.tar.gz" --transform 's,^,corolock/,' CMakeLists.txt LICENSE cmake include src
+consume "$work/fetchcontent" -DCOROLOCK_CONSUME=fetchcontent -DCOROLOCK_SOURCE="$work/corolock.tar.gz" \
+    -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE=MinSizeRel
+"$work/fetchcontent/consumer" "$REDIS_PORT"
+ldd "$work/fetchcontent/consumer" | grep -q "libcorolock\.so\.[0-9]" ||
+    fail "the FetchContent consumer is not linked to the shared library"
+
+log "consumer test passed"

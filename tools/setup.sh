@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that building and testing corolock need (g++, clang-14, CMake,
+# Boost 1.81, OpenSSL, redis-server, ...). tools/test.sh and tools/demo.sh run it first.
+#
+#   tools/setup.sh           install what is missing (as root; otherwise print the apt command)
+#   tools/setup.sh --check   only say what is missing; exit 1 if anything is
+set -euo pipefail
+
+packages=(
+    cmake g++ make pkg-config clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
+    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime wrk curl
+)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# True if the package is installed, by dpkg's records or, for a hand-made install that dpkg
+# does not know about, by the file it provides.
+package_present() {
+    local pkg=$1
+    if command -v dpkg-query >/dev/null 2>&1 &&
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
+        return 0
+    fi
+    case $pkg in
+    cmake | make | g++ | redis-server | openssl | pkg-config) command -v "$pkg" >/dev/null 2>&1 ;;
+    clang-14) command -v clang++-14 >/dev/null 2>&1 ;;
+    redis-tools) command -v redis-cli >/dev/null 2>&1 ;;
+    procps) command -v ps >/dev/null 2>&1 ;;
+    iptables) command -v iptables >/dev/null 2>&1 ;;
+    iproute2) command -v ip >/dev/null 2>&1 ;;
+    faketime) command -v faketime >/dev/null 2>&1 ;;
+    wrk | curl) command -v "$pkg" >/dev/null 2>&1 ;;
+    libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
+    libboost-test1.81-dev) compgen -G '/usr/lib/*/libboost_unit_test_framework.so.1.81*' >/dev/null ;;
+    libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;
+    *) return 1 ;;
+    esac
+}
+
+check_only=false
+case ${1:-} in
+--check) check_only=true ;;
+"") ;;
+-h | --help)
+    sed -n '2,6p' "$0"
+    exit 0
+    ;;
+*)
+    log "unknown option: $1"
+    exit 2
+    ;;
+esac
+
+missing=()
+for pkg in "${packages[@]}"; do
+    package_present "$pkg" || missing+=("$pkg")
+done
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+if $check_only || [[ $(id -u) != 0 ]]; then
+    log "missing packages: ${missing[*]}"
+    log "install them with: sudo apt-get install -y ${missing[*]}"
+    exit 1
+fi
+log "installing: ${missing[*]}"
+apt=(env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends)
+# The package lists on a fresh machine may be absent or stale: refresh only if needed.
+if ! "${apt[@]}" "${missing[@]}"; then
+    log "install failed; running apt-get update and retrying"
+    apt-get update
+    "${apt[@]}" "${missing[@]}"
+fi
