@@ -62,6 +62,14 @@ enum class error {
     operation_in_progress, ///< a second async_run, or a second receive on one subscription
     stale_token,           ///< a fenced write was refused: a newer token exists (lock_lost)
     max_hold_reached,      ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
+
+    // Sentinel (condition::connection_failure)
+    sentinel_resolve_failed, ///< no Sentinel answered (each address refused, timed out or failed)
+    sentinel_unknown_master, ///< the Sentinels that answered do not know the master name
+    role_check_failed,       ///< the address a Sentinel gave is not a master (ROLE)
+
+    // Replica acknowledgement (lock_lost)
+    replicas_not_synced, ///< WAIT saw fewer replicas than mutex_options::replica_sync asks
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.
