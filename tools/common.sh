@@ -12,7 +12,7 @@
 
 COROLOCK_PACKAGES=(
     cmake g++ make clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime
+    libssl-dev openssl redis-server redis-tools redis-sentinel procps iptables iproute2 faketime
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -28,6 +28,7 @@ package_present() {
     case $pkg in
     cmake | make | g++ | clang-14 | redis-server | openssl) command -v "${pkg/clang-14/clang++-14}" >/dev/null 2>&1 ;;
     redis-tools) command -v redis-cli >/dev/null 2>&1 ;;
+    redis-sentinel) command -v redis-sentinel >/dev/null 2>&1 ;;
     procps) command -v ps >/dev/null 2>&1 ;;
     iptables) command -v iptables >/dev/null 2>&1 ;;
     iproute2) command -v ip >/dev/null 2>&1 ;;
