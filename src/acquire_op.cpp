@@ -16,7 +16,9 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
     const std::string_view args[] = {
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
     req_ = connection::make_evalsha(acquire_script(), keys, args);
-    resp_.reserve(3); // the reply's shape: an array of two integers
+    // In the same write as the script: WAIT counts the replicas that have the grant.
+    add_wait(req_, spec().wait_replicas, spec().wait_ms);
+    resp_.reserve(4); // the reply's shape: an array of two integers (then WAIT's integer)
 }
 
 void acquire_op::start() {
@@ -56,6 +58,8 @@ void acquire_op::send_attempt() {
 void acquire_op::on_reply(error_code ec) {
     attempt_reply r;
     acquire_reply ar;
+    if (!ec && !spec().wait_replicas.empty())
+        r.acks = take_wait_reply(resp_);
     if (ec == error::connection_lost) {
         r.what = attempt_reply::kind::unknown;
         r.ec = ec;
@@ -70,7 +74,12 @@ void acquire_op::on_reply(error_code ec) {
         r.holder_ttl = std::chrono::milliseconds(std::max<std::int64_t>(ar.holder_ttl, 0));
     }
     const auto a = fsm_.on_reply(clock::now(), r, head(), woken(), svc_.rng());
-    if (a.give_back && r.what == attempt_reply::kind::granted)
+    if (a.complete && a.ec == error::replicas_not_synced)
+        spec().conn->log().log(logger::level::warning, "corolock: lock '" + spec().name +
+                                                           "': grant given back: WAIT saw " +
+                                                           std::to_string(r.acks) + " of " +
+                                                           spec().wait_replicas + " replicas");
+    else if (a.give_back && r.what == attempt_reply::kind::granted)
         spec().conn->log().log(logger::level::info,
                                "corolock: a grant arrived after its lease deadline or after the "
                                "caller stopped waiting; it is given back");

@@ -222,12 +222,17 @@ connection_impl::connection_impl(asio::any_io_executor ex, asio::ssl::context* t
     : user_ex_(std::move(ex)), strand_(make_connection_strand(user_ex_)), tls_(tls),
       cfg_(std::move(cfg)), log_(std::move(log)), mpx_(cfg_.max_reply_nodes), parser_(cfg_.limits),
       writer_timer_(strand_), reaper_timer_(strand_), sleep_timer_(strand_),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()) {
+    if (!cfg_.sentinel.addresses.empty())
+        sentinels_.emplace(cfg_.sentinel.addresses);
+}
 
 connection_stats connection_impl::stats() const noexcept {
     constexpr auto r = std::memory_order_relaxed;
-    return {commands_.load(r), writes_.load(r), bytes_written_.load(r),  bytes_read_.load(r),
-            replies_.load(r),  pushes_.load(r), pushes_dropped_.load(r), connects_.load(r)};
+    return {commands_.load(r),       writes_.load(r),   bytes_written_.load(r),
+            bytes_read_.load(r),     replies_.load(r),  pushes_.load(r),
+            pushes_dropped_.load(r), connects_.load(r), resolves_.load(r),
+            master_switches_.load(r)};
 }
 
 void connection_impl::submit(std::shared_ptr<exec_entry> e) {
@@ -265,6 +270,11 @@ void connection_impl::start_run(asio::any_completion_handler<void(error_code)> h
         self->stopping_ = false;
         self->stopped_ = false;
         auto body = [](std::shared_ptr<connection_impl> self) -> awaitable<error_code> {
+            if (self->uses_sentinel() && self->cfg_.sentinel.follow_switch_master) {
+                auto r = co_await (self->run() || self->reaper() || self->watch_switch_master());
+                co_return r.index() == 0 ? std::get<0>(r)
+                                         : error_code(asio::error::operation_aborted);
+            }
             auto r = co_await (self->run() || self->reaper());
             co_return r.index() == 0 ? std::get<0>(r) : error_code(asio::error::operation_aborted);
         };
@@ -317,9 +327,13 @@ awaitable<error_code> connection_impl::run() {
             stream_.close();
             if (ec != last && log_.enabled(logger::level::warning)) {
                 std::ostringstream os;
-                os << "connect to "
-                   << (cfg_.unix_socket.empty() ? cfg_.host + ":" + cfg_.port : cfg_.unix_socket)
-                   << " failed: " << ec.message();
+                os << "connect to ";
+                if (uses_sentinel())
+                    os << "master '" << cfg_.sentinel.master_name << "' (Sentinel)";
+                else
+                    os << (cfg_.unix_socket.empty() ? cfg_.host + ":" + cfg_.port
+                                                    : cfg_.unix_socket);
+                os << " failed: " << ec.message();
                 log_.log(logger::level::warning, os.str());
             }
             last_connect_error_ = ec;
@@ -335,15 +349,29 @@ awaitable<error_code> connection_impl::run() {
 }
 
 awaitable<error_code> connection_impl::connect_once() {
-    auto attempt = [](connection_impl* self) -> awaitable<error_code> {
-        if (auto ec = co_await self->stream_.connect(self->cfg_, self->tls_, self->strand_))
+    // With Sentinel, every attempt asks where the master is now (never a cached address).
+    connection_config master_cfg;
+    if (uses_sentinel()) {
+        auto [ec, where] = co_await resolve_master();
+        if (ec)
+            co_return ec;
+        master_ = where;
+        master_cfg = cfg_;
+        master_cfg.host = where.host;
+        master_cfg.port = where.port;
+        master_cfg.unix_socket.clear();
+    }
+    auto attempt = [](connection_impl* self,
+                      const connection_config* target) -> awaitable<error_code> {
+        if (auto ec = co_await self->stream_.connect(*target, self->tls_, self->strand_))
             co_return ec;
         co_return co_await self->handshake();
     };
+    const connection_config* target = uses_sentinel() ? &master_cfg : &cfg_;
     if (cfg_.connect_timeout <= std::chrono::steady_clock::duration::zero())
-        co_return co_await attempt(this);
+        co_return co_await attempt(this, target);
     asio::steady_timer timer(strand_, cfg_.connect_timeout);
-    auto r = co_await (attempt(this) || timer.async_wait(nothrow));
+    auto r = co_await (attempt(this, target) || timer.async_wait(nothrow));
     if (r.index() == 1)
         co_return error::connect_timeout;
     co_return std::get<0>(r);
@@ -362,6 +390,12 @@ awaitable<error_code> connection_impl::handshake() {
         req.push("HELLO", 3, "AUTH", user, cfg_.password, "SETNAME", cfg_.client_name);
     if (cfg_.database != 0)
         req.push("SELECT", cfg_.database);
+    // Sentinel named this server: it must still be a master (a stale Sentinel, or a demoted
+    // master that has not been told yet, would take writes that are then lost).
+    const std::size_t role_reply = uses_sentinel() ? req.expected_responses() : 0;
+    if (uses_sentinel())
+        req.push("ROLE");
+    generic_response role;
 
     rbuf_.clear();
     parser_.reset();
@@ -386,7 +420,10 @@ awaitable<error_code> connection_impl::handshake() {
             bytes_read_ += rn;
             continue;
         }
-        if (n->depth == 0 && resp3::is_error(n->data_type)) {
+        if (uses_sentinel() && i == role_reply && i > 0)
+            role.push_back({n->data_type, n->aggregate_size, n->depth, std::string(n->value)});
+        if (n->depth == 0 && resp3::is_error(n->data_type) &&
+            !(uses_sentinel() && i == role_reply)) {
             const bool auth = i == 0 && is_auth_error(n->value);
             log_.log(logger::level::error,
                      std::string("handshake refused: ") + std::string(n->value));
@@ -396,6 +433,13 @@ awaitable<error_code> connection_impl::handshake() {
             rbuf_.consume(parser_.consumed());
             parser_.reset();
             ++i;
+        }
+    }
+    if (uses_sentinel()) {
+        if (auto ec = check_role(role)) {
+            log_.log(logger::level::warning,
+                     "sentinel: " + master_.host + ":" + master_.port + " is not a master");
+            co_return ec;
         }
     }
     co_return error_code{};
@@ -427,6 +471,9 @@ error_code connection_impl::process_input() {
             in_attribute_ = n->data_type == resp3::type::attribute;
             if (!in_attribute_)
                 route_ = n->data_type == resp3::type::push ? route::push : route::reply;
+            if (route_ == route::reply && resp3::is_error(n->data_type) && uses_sentinel() &&
+                demoted_reply(n->value))
+                demoted_ = true;
         }
         if (!in_attribute_) {
             // A message has 4 nodes; keeping one more tells a longer push apart, and bounds the
@@ -448,6 +495,15 @@ error_code connection_impl::process_input() {
                 mpx_.on_reply_end(bytes);
             }
             route_ = route::none;
+            if (demoted_) {
+                // Not a writable master any more: that request failed (not executed); the ones
+                // written behind it may have run, so the connection is dropped, not kept.
+                demoted_ = false;
+                log_.log(logger::level::warning,
+                         "sentinel: the master refused a write (READONLY/MASTERDOWN); resolving "
+                         "again");
+                return error::readonly;
+            }
         }
     }
 }
@@ -586,6 +642,7 @@ void connection_impl::on_disconnected(error_code ec) {
     route_ = route::none;
     in_attribute_ = false;
     push_nodes_.clear();
+    demoted_ = false;
     // In-flight requests learn why: a protocol error names the bad reply, anything else is a
     // lost connection (their outcome on the server is unknown).
     mpx_.on_connection_lost(
@@ -852,8 +909,8 @@ request detail::evalsha_to_eval(const request& evalsha, const script& s) {
     out.append(p.substr(0, header_end));
     resp3::add_blob(out, "EVAL");
     resp3::add_blob(out, s.source());
-    out.append(rest);
-    detail::request_access::set_counts(r, 1, 1);
+    out.append(rest); // with any command the request carries after the script (WAIT)
+    detail::request_access::set_counts(r, evalsha.size(), evalsha.expected_responses());
     return r;
 }
 

@@ -93,6 +93,14 @@ const char* describe(error e) noexcept {
         return "fewer than a majority of the RedLock nodes answered in time";
     case error::validity_expired:
         return "the RedLock majority answered too late: no validity was left";
+    case error::sentinel_resolve_failed:
+        return "no Sentinel could be reached";
+    case error::sentinel_unknown_master:
+        return "the Sentinels do not know this master name";
+    case error::role_check_failed:
+        return "the server named by Sentinel is not a master";
+    case error::replicas_not_synced:
+        return "fewer replicas than required acknowledged the write";
     }
     return "unknown corolock error";
 }
@@ -115,7 +123,8 @@ public:
             return make_error_condition(condition::protocol_violation);
         if (in(e, error::server_error, error::no_replicas))
             return make_error_condition(condition::server_failure);
-        if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached)
+        if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached ||
+            in(e, error::sentinel_resolve_failed, error::role_check_failed))
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
@@ -126,7 +135,8 @@ public:
         if (e == error::acquire_timeout)
             return make_error_condition(condition::lock_contention);
         if (e == error::not_owner || e == error::lease_lost || e == error::stale_token ||
-            e == error::max_hold_reached || e == error::validity_expired)
+            e == error::max_hold_reached || e == error::validity_expired ||
+            e == error::replicas_not_synced)
             return make_error_condition(condition::lock_lost);
         return {ev, *this};
     }

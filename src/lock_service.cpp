@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace corolock::detail {
@@ -35,6 +36,11 @@ error_code check(std::string_view name, const mutex_options& o) {
         o.retry_max > one_year || o.fence_retention < std::chrono::milliseconds(1) ||
         o.fence_retention > one_year)
         return error::invalid_argument;
+    const auto& rs = o.replica_sync;
+    if (rs.replicas < 0 || rs.replicas > 1000 ||
+        (rs.replicas > 0 &&
+         (rs.timeout < std::chrono::milliseconds(1) || rs.timeout > o.lease / 2)))
+        return error::invalid_argument;
     return {};
 }
 
@@ -57,6 +63,10 @@ lock_spec::lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_op
         return;
     lease_ms = std::to_string(to_ms(opts.lease));
     fence_ms = std::to_string(to_ms(opts.lease + opts.fence_retention));
+    if (opts.replica_sync.replicas > 0) {
+        wait_replicas = std::to_string(opts.replica_sync.replicas);
+        wait_ms = std::to_string(to_ms(opts.replica_sync.timeout));
+    }
     drift =
         std::min<clock::duration>(opts.lease / 100 + std::chrono::milliseconds(2), opts.lease / 2);
 }
@@ -67,6 +77,7 @@ lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const 
     lease = spec->opts.lease;
     drift = spec->drift;
     watchdog = spec->opts.watchdog;
+    replicas = spec->opts.replica_sync.replicas;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -291,11 +302,15 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->lease_ms};
     auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
+    add_wait(call->req, s->spec->wait_replicas, s->spec->wait_ms);
     const auto sent = clock::now();
     eval_on_strand(
         conn_, renew_script(), call->req, call->resp,
         [self = shared_from_this(), s, call, sent, done = std::move(done)](error_code ec) mutable {
             std::vector<bool> renewed;
+            const std::int64_t acks = !ec && s->replicas > 0
+                                          ? take_wait_reply(call->resp)
+                                          : std::numeric_limits<std::int64_t>::max();
             if (!ec)
                 ec = decode_renew(call->resp, renewed);
             if (!ec && renewed.size() != 1)
@@ -305,10 +320,10 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
                          ? error_code(s->lost_reason)
                          : error_code(error::not_owner);
             if (!ec) {
-                if (self->table_.on_renewed(*s, sent, clock::now(), renewed[0])) {
+                if (auto loss = self->table_.on_renewed(*s, sent, clock::now(), renewed[0], acks)) {
                     self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                    self->lose(*s, error::lease_lost);
-                    ec = error::lease_lost;
+                    self->lose(*s, static_cast<error>(loss.value()));
+                    ec = loss;
                 } else {
                     s->publish_deadline();
                 }
@@ -386,17 +401,29 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     std::vector<std::string_view> keys, args;
     keys.reserve(batch.size());
     args.reserve(2 * batch.size());
+    // One WAIT for the batch, as strict as its strictest lease: each lease checks its own count.
+    const lock_spec* strictest = nullptr;
     for (auto& s : batch) {
         keys.push_back(s->spec->name);
         args.push_back(s->owner_view());
         args.push_back(s->spec->lease_ms);
+        const auto& rs = s->spec->opts.replica_sync;
+        if (rs.replicas > 0 && (!strictest || rs.replicas > strictest->opts.replica_sync.replicas ||
+                                (rs.replicas == strictest->opts.replica_sync.replicas &&
+                                 rs.timeout > strictest->opts.replica_sync.timeout)))
+            strictest = s->spec.get();
     }
     auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
+    if (strictest)
+        add_wait(call->req, strictest->wait_replicas, strictest->wait_ms);
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
     eval_on_strand(
         conn_, renew_script(), call->req, call->resp,
-        [self = shared_from_this(), batch = std::move(batch), call, sent](error_code ec) {
+        [self = shared_from_this(), batch = std::move(batch), call, sent,
+         waited = strictest != nullptr](error_code ec) {
             std::vector<bool> renewed;
+            const std::int64_t acks =
+                !ec && waited ? take_wait_reply(call->resp) : std::numeric_limits<std::int64_t>::max();
             if (!ec)
                 ec = decode_renew(call->resp, renewed);
             if (!ec && renewed.size() != batch.size())
@@ -412,9 +439,14 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                     self->log().log(logger::level::warning, describe(*s.spec) + "renewal failed (" +
                                                                 ec.message() +
                                                                 "); retrying until the deadline");
-                } else if (self->table_.on_renewed(s, sent, now, renewed[i])) {
+                } else if (auto loss = self->table_.on_renewed(s, sent, now, renewed[i], acks)) {
+                    if (loss == error::replicas_not_synced)
+                        self->log().log(logger::level::warning,
+                                        describe(*s.spec) + "renewal: WAIT saw " +
+                                            std::to_string(acks) + " of " + s.spec->wait_replicas +
+                                            " replicas");
                     self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                    self->lose(s, error::lease_lost);
+                    self->lose(s, static_cast<error>(loss.value()));
                 } else {
                     s.publish_deadline();
                     self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);

@@ -67,6 +67,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
     p.drift = spec.drift;
     p.retry_base = spec.opts.retry_base;
     p.retry_max = spec.opts.retry_max;
+    p.replicas = spec.opts.replica_sync.replicas;
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<detail::acquire_op>(core_, p, std::move(h));
     auto& strand = spec.conn->strand();

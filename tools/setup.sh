@@ -8,7 +8,8 @@ set -euo pipefail
 
 packages=(
     cmake g++ make pkg-config clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev openssl redis-server redis-tools procps iptables iproute2 faketime wrk curl
+    libssl-dev openssl redis-server redis-tools redis-sentinel procps iptables iproute2 faketime
+    wrk curl
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -25,6 +26,7 @@ package_present() {
     cmake | make | g++ | redis-server | openssl | pkg-config) command -v "$pkg" >/dev/null 2>&1 ;;
     clang-14) command -v clang++-14 >/dev/null 2>&1 ;;
     redis-tools) command -v redis-cli >/dev/null 2>&1 ;;
+    redis-sentinel) command -v redis-sentinel >/dev/null 2>&1 ;;
     procps) command -v ps >/dev/null 2>&1 ;;
     iptables) command -v iptables >/dev/null 2>&1 ;;
     iproute2) command -v ip >/dev/null 2>&1 ;;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace corolock {
 
@@ -14,6 +15,34 @@ namespace corolock {
 struct address {
     std::string host = "127.0.0.1";
     std::string port = "6379";
+    friend bool operator==(const address&, const address&) = default;
+};
+
+/// Where Sentinel says the master is (off while `addresses` is empty). With it on, every
+/// (re)connect asks the Sentinels in turn for `master_name`, connects there and checks `ROLE`
+/// before any request goes out; the master's address is never reused from a previous connect.
+/// `connection_config::host`, `port` and `unix_socket` are then ignored; its credentials, TLS
+/// and database are the master's. See doc/sentinel.md.
+struct sentinel_config {
+    /// Bootstrap Sentinels, tried in order (the list is refreshed with SENTINEL SENTINELS; these
+    /// entries are always kept).
+    std::vector<address> addresses;
+    std::string master_name;
+    /// ACL user (empty: "default") and password (empty: no AUTH) for the Sentinels only.
+    std::string username;
+    std::string password;
+    /// TLS to the Sentinels (the connection's ssl::context is used); `connection_config::use_tls`
+    /// is for the master.
+    bool use_tls = false;
+    /// Connect (+ TLS handshake) to one Sentinel must finish within this; then the next is tried.
+    std::chrono::steady_clock::duration connect_timeout = std::chrono::milliseconds(500);
+    /// HELLO + SENTINEL GET-MASTER-ADDR-BY-NAME + SENTINEL SENTINELS must be answered within this.
+    std::chrono::steady_clock::duration request_timeout = std::chrono::seconds(1);
+    /// Keep a small side connection to a Sentinel subscribed to `+switch-master`: a switch that
+    /// names our master drops the master connection at once (requests written to it fail with
+    /// `connection_lost`, queued ones go to the new master), instead of waiting for Sentinel to
+    /// demote the old master (about 10 s for a paused one).
+    bool follow_switch_master = true;
 };
 
 /// Settings of one connection. A zero duration turns its feature off, as the comment says.
@@ -66,6 +95,9 @@ struct connection_config {
     /// Messages buffered per subscription for a slow reader; beyond it the oldest is dropped
     /// (and counted), so replies never wait for a push consumer.
     std::size_t push_buffer_size = 1024;
+
+    /// Find the master through Sentinel (off while sentinel.addresses is empty).
+    sentinel_config sentinel;
 };
 
 } // namespace corolock

@@ -46,10 +46,12 @@ struct connection_stats {
     std::uint64_t writes = 0;   ///< socket writes (one write carries many requests)
     std::uint64_t bytes_written = 0;
     std::uint64_t bytes_read = 0;
-    std::uint64_t replies = 0;        ///< replies matched to requests
-    std::uint64_t pushes = 0;         ///< RESP3 push frames received
-    std::uint64_t pushes_dropped = 0; ///< messages dropped because a subscriber fell behind
-    std::uint64_t connects = 0;       ///< successful connections (the first one included)
+    std::uint64_t replies = 0;         ///< replies matched to requests
+    std::uint64_t pushes = 0;          ///< RESP3 push frames received
+    std::uint64_t pushes_dropped = 0;  ///< messages dropped because a subscriber fell behind
+    std::uint64_t connects = 0;        ///< successful connections (the first one included)
+    std::uint64_t resolves = 0;        ///< masters found through Sentinel
+    std::uint64_t master_switches = 0; ///< `+switch-master` messages that dropped the connection
 };
 
 /// A subscription to one pub/sub channel, made by `connection::subscribe`. While it lives,

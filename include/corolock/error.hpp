@@ -74,6 +74,14 @@ enum class error {
     quorum_not_reached, ///< fewer than a majority of the nodes answered a RedLock round in time
                         ///< (connection_failure)
     validity_expired,   ///< a RedLock majority came too late: no validity left (lock_lost)
+
+    // Sentinel (condition::connection_failure)
+    sentinel_resolve_failed, ///< no Sentinel answered (each address refused, timed out or failed)
+    sentinel_unknown_master, ///< the Sentinels that answered do not know the master name
+    role_check_failed,       ///< the address a Sentinel gave is not a master (ROLE)
+
+    // Replica acknowledgement (lock_lost)
+    replicas_not_synced, ///< WAIT saw fewer replicas than mutex_options::replica_sync asks
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

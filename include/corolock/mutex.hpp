@@ -22,6 +22,19 @@ namespace detail {
 struct mutex_core;
 }
 
+/// Replica acknowledgement of grants and renewals (opt-in). With `replicas` > 0, `WAIT replicas
+/// timeout` goes out in the same write as each acquire and renew script: a grant that fewer
+/// replicas acknowledged within `timeout` is given back and the acquire fails with
+/// `replicas_not_synced`; such a renewal reports the lease lost with that error. It narrows the
+/// window in which a failover loses a grant; it cannot close it (replication stays
+/// asynchronous): see doc/design.md, "Replica acknowledgement".
+struct replica_sync {
+    /// Replicas that must acknowledge (0: off; at most 1000).
+    int replicas = 0;
+    /// How long WAIT may block (1 ms up to half the lease, when replicas > 0).
+    std::chrono::steady_clock::duration timeout = std::chrono::milliseconds(100);
+};
+
 /// Policy of the acquisitions made through one mutex. A zero duration turns its feature off, as
 /// the comment says. Checked before anything is sent (`invalid_lease`, `invalid_argument`).
 struct mutex_options {
@@ -42,6 +55,8 @@ struct mutex_options {
     /// It keeps tokens increasing when the server clock steps back within that time; see
     /// doc/design.md, "Fencing tokens".
     std::chrono::steady_clock::duration fence_retention = std::chrono::minutes(10);
+    /// Replica acknowledgement (off by default).
+    corolock::replica_sync replica_sync;
 };
 
 /// Counters of the lock layer on one connection.

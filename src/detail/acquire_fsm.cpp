@@ -95,6 +95,11 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
         return attempt(now, a);
     case kind::granted:
         token_ = r.token;
+        if (p_.replicas > 0 && r.acks < p_.replicas) {
+            // On the master only: a failover could lose it. Give it back and say why.
+            a.give_back = true;
+            return finish(error::replicas_not_synced, false, a);
+        }
         if (now < valid_until())
             return finish({}, true);
         // Granted, but the reply came too late to trust the lease: give it back.

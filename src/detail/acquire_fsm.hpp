@@ -24,6 +24,7 @@ struct acquire_params {
     clock::duration drift{}; // subtracted from the lease: clock rate error and the reply's trip
     clock::duration retry_base{};
     clock::duration retry_max{};
+    int replicas = 0; // a grant must reach this many replicas (WAIT); 0: not checked
 };
 
 // The outcome of one acquire script, as the driver read it.
@@ -37,6 +38,7 @@ struct attempt_reply {
     kind what = kind::failed;
     std::uint64_t token = 0;
     clock::duration holder_ttl{};
+    std::int64_t acks = 0; // replicas the WAIT behind the script counted (-1: WAIT failed)
     error_code ec;
 };
 

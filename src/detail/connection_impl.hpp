@@ -4,6 +4,7 @@
 
 #include "backoff.hpp"
 #include "multiplexer.hpp"
+#include "sentinel_resolve.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
 
@@ -28,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -254,6 +256,20 @@ private:
     void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,
                          bool front);
 
+    // Sentinel (src/sentinel.cpp). The master's address for this connect attempt, or why none.
+    struct resolved {
+        error_code ec;
+        address master;
+    };
+    bool uses_sentinel() const noexcept { return sentinels_.has_value(); }
+    boost::asio::awaitable<resolved> resolve_master();
+    boost::asio::awaitable<sentinel_answer> ask_sentinel(const address& sentinel);
+    // The side subscription to +switch-master; returns only when cancelled.
+    boost::asio::awaitable<void> watch_switch_master();
+    void on_switch_master(const address& new_master);
+    // A reply said the server is not a writable master (READONLY, MASTERDOWN).
+    static bool demoted_reply(std::string_view error_text) noexcept;
+
 public:
     // A SUBSCRIBE or UNSUBSCRIBE the connection sent for its listeners was refused. Strand only.
     void on_subscribe_refused(std::string_view command, const std::vector<std::string>& channels,
@@ -299,8 +315,13 @@ private:
     std::shared_ptr<void> lock_service_;
     std::function<void()> stop_hook_;
 
+    std::optional<sentinel_list> sentinels_; // with connection_config::sentinel on
+    address master_;                         // where the current (or last) connect went
+    bool demoted_ = false; // a reply just said READONLY/MASTERDOWN: drop after it is read
+
     std::atomic<std::uint64_t> commands_{0}, writes_{0}, bytes_written_{0}, bytes_read_{0},
-        replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0};
+        replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0}, resolves_{0},
+        master_switches_{0};
 };
 
 // async_exec for corolock's own layers (wires the handler's cancellation slot, then queues the

@@ -72,12 +72,17 @@ void lease_table::make_plan(clock::time_point now, plan& out) {
 }
 
 error_code lease_table::on_renewed(lease_watch& w, clock::time_point sent, clock::time_point now,
-                                   bool renewed) noexcept {
+                                   bool renewed, std::int64_t acks) noexcept {
     w.renew_in_flight = false;
     if (!renewed || now >= w.valid_until) {
         // Gone, taken, or answered too late to trust.
         remove(w);
         return error::lease_lost;
+    }
+    if (w.replicas > 0 && acks < w.replicas) {
+        // Renewed on the master only: a failover now could lose the lock.
+        remove(w);
+        return error::replicas_not_synced;
     }
     extend(w, sent);
     return {};

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,7 @@ struct lease_watch {
     clock::duration lease{}; // what every renewal asks for
     clock::duration drift{};
     bool watchdog = true;
+    int replicas = 0; // each renewal must reach this many replicas (WAIT); 0: not checked
     clock::time_point valid_until{};                           // local end of the lease
     clock::time_point next_renewal = clock::time_point::max(); // watchdog only
     clock::time_point max_hold_at = clock::time_point::max();  // max: no limit
@@ -59,10 +62,13 @@ public:
     // What is lost and what is due at `now`, and when to look again.
     void make_plan(clock::time_point now, plan& out);
 
-    // The renewal of `w`, sent at `sent`, answered at `now`: `renewed` is Redis' answer. Returns
-    // the loss (lease_lost) if the key was gone or taken or the answer came too late, else {}.
+    // The renewal of `w`, sent at `sent`, answered at `now`: `renewed` is Redis' answer, `acks`
+    // the replicas the WAIT behind it counted (-1: WAIT failed). Returns the loss: lease_lost if
+    // the key was gone or taken or the answer came too late, replicas_not_synced if fewer than
+    // `w.replicas` acknowledged, else {}.
     error_code on_renewed(lease_watch& w, clock::time_point sent, clock::time_point now,
-                          bool renewed) noexcept;
+                          bool renewed,
+                          std::int64_t acks = std::numeric_limits<std::int64_t>::max()) noexcept;
     // The renewal's outcome is unknown (an error): try again soon; the deadline decides.
     void on_renew_failed(lease_watch& w, clock::time_point now) noexcept;
 

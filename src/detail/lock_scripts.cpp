@@ -192,6 +192,21 @@ error_code decode_renew(const generic_response& resp, std::vector<bool>& out) {
     return {};
 }
 
+void add_wait(request& req, std::string_view replicas, std::string_view ms) {
+    if (!replicas.empty())
+        req.push("WAIT", replicas, ms);
+}
+
+std::int64_t take_wait_reply(generic_response& resp) {
+    if (resp.empty() || resp.back().depth != 0)
+        return -1;
+    std::int64_t acks = -1;
+    if (!parse_int(resp.back(), acks) || acks < 0)
+        acks = -1;
+    resp.pop_back();
+    return acks;
+}
+
 std::string make_fenced_source(std::string_view body) {
     // A stale holder is refused whether the fence key is there (a newer token was issued) or has
     // expired (then only the current holder, whose token the lock key records, may write).

@@ -5,6 +5,7 @@
 #define COROLOCK_SRC_DETAIL_LOCK_SCRIPTS_HPP
 
 #include <corolock/error.hpp>
+#include <corolock/request.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
 
@@ -42,6 +43,13 @@ error_code decode_release(const generic_response& resp, bool& released);
 // One flag per key: true = renewed.
 error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
 error_code decode_integer(const generic_response& resp, std::int64_t& out);
+
+// Appends `WAIT replicas ms` behind a script call (replica_sync); nothing when `replicas` is
+// empty.
+void add_wait(request& req, std::string_view replicas, std::string_view ms);
+// The last reply of `resp` is WAIT's: removes it and returns the replicas it counted, or -1
+// when WAIT failed (an error such as -UNBLOCKED, or a reply of another shape).
+std::int64_t take_wait_reply(generic_response& resp);
 
 // Wraps a Lua body into a fenced script: KEYS[1] = lock name, KEYS[2] = fence key, ARGV[1] =
 // token; the body sees its own KEYS and ARGV (the rest).

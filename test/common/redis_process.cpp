@@ -441,6 +441,8 @@ bool redis_process::try_start(std::uint16_t port) {
                                   "--pidfile",
                                   pidfile};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    if (!config_file_.empty())
+        args.insert(args.begin() + 1, config_file_);
     std::vector<char*> argv;
     for (auto& a : args) {
         argv.push_back(a.data());

@@ -73,6 +73,9 @@ public:
     // Credentials command() sends with AUTH first (an empty user means "default" / the
     // requirepass form); an empty password turns that off.
     void set_command_auth(std::string user, std::string password);
+    // A config file given as the server's first argument (before start()): a Sentinel's, which
+    // the Sentinel rewrites, so it must stay writable.
+    void set_config_file(std::string path) { config_file_ = std::move(path); }
 
 private:
     // false if the server exited at startup (e.g. the port was taken); throws on a hang.
@@ -85,6 +88,7 @@ private:
     std::string dir_;
     std::string auth_user_;
     std::string auth_password_;
+    std::string config_file_;
     std::uint16_t port_ = 0;
     pid_t pid_ = -1;
     bool paused_ = false;

@@ -351,4 +351,27 @@ BOOST_FIXTURE_TEST_CASE(far_deadlines_do_not_overflow, fixture) {
     BOOST_TEST(!f.on_timer(f.wake_at(), true).complete);
 }
 
+BOOST_FIXTURE_TEST_CASE(grant_without_enough_replicas_is_given_back, fixture) {
+    auto p = params();
+    p.replicas = 2;
+    acquire_fsm f(p);
+    f.start(t0, false);
+    auto r = granted(5);
+    r.acks = 1;
+    const auto a = f.on_reply(t0 + 1ms, r, true, false, rng);
+    BOOST_TEST(a.give_back, a);
+    BOOST_TEST(completes(a, corolock::error::replicas_not_synced), a);
+    BOOST_TEST(f.current() == state::done);
+    // WAIT failed (-1): refused as well; enough acks: granted.
+    acquire_fsm g(p);
+    g.start(t0, false);
+    r.acks = -1;
+    BOOST_TEST(
+        completes(g.on_reply(t0 + 1ms, r, true, false, rng), corolock::error::replicas_not_synced));
+    acquire_fsm h(p);
+    h.start(t0, false);
+    r.acks = 2;
+    BOOST_TEST(completes(h.on_reply(t0 + 1ms, r, true, false, rng), {}, true));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -175,4 +175,18 @@ BOOST_AUTO_TEST_CASE(removed_leases_are_never_renewed_again) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(renewal_without_enough_replicas_is_a_loss) {
+    lease_table t;
+    auto w = watch(3s);
+    w.replicas = 1;
+    t.add(w, t0);
+    lease_table::plan p;
+    t.make_plan(t0 + 1s, p);
+    BOOST_TEST(!t.on_renewed(w, t0 + 1s, t0 + 1s + 5ms, true, 1));
+    t.make_plan(t0 + 2s, p);
+    BOOST_TEST(t.on_renewed(w, t0 + 2s, t0 + 2s + 5ms, true, 0) == error::replicas_not_synced);
+    BOOST_TEST(!lease_table::contains(w));
+    BOOST_TEST(t.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

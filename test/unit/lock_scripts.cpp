@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/lock_scripts.hpp"
 
+#include "common/wire.hpp"
 #include <corolock/mutex.hpp>
 #include <corolock/resp3/parser.hpp>
 
@@ -20,6 +21,7 @@ using corolock::detail::acquire_reply;
 using corolock::detail::derived_key;
 using corolock::resp3::node;
 using corolock::resp3::type;
+using corolock::test::wire;
 using namespace std::string_literals;
 
 namespace {
@@ -56,27 +58,6 @@ bool has_tag(std::string_view name) {
         return false;
     const auto close = name.find('}', open + 1);
     return close != std::string_view::npos && close != open + 1;
-}
-
-// ---- Replies: parse RESP3 wire text with the real parser, so the nodes have the shapes the
-// connection stores (types, depths, aggregate sizes).
-
-generic_response wire(std::string_view text) {
-    generic_response out;
-    std::size_t offset = 0;
-    while (offset < text.size()) {
-        corolock::resp3::parser p;
-        const auto msg = text.substr(offset);
-        while (!p.done()) {
-            error_code ec;
-            auto n = p.consume(msg, ec);
-            BOOST_REQUIRE_MESSAGE(!ec, "bad test input: " << ec.message());
-            BOOST_REQUIRE_MESSAGE(n, "incomplete test input");
-            out.push_back({n->data_type, n->aggregate_size, n->depth, std::string(n->value)});
-        }
-        offset += p.consumed();
-    }
-    return out;
 }
 
 node leaf(type t, std::string value, std::size_t depth = 0) {
@@ -471,6 +452,24 @@ BOOST_AUTO_TEST_CASE(scripts_refuse_foreign_keys_and_publish_releases) {
     // pcall: a PUBLISH refused by an ACL must not fail a release that has already deleted.
     BOOST_TEST(release.find("redis.pcall('PUBLISH', ARGV[2], 'released')") != std::string::npos);
     BOOST_TEST(force.find("redis.pcall('PUBLISH', ARGV[1], 'released')") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(wait_reply) {
+    using corolock::detail::take_wait_reply;
+    auto r = wire("*2\r\n:1\r\n:7\r\n:2\r\n");
+    BOOST_TEST(take_wait_reply(r) == 2);
+    BOOST_TEST(r.size() == 3u); // the script's reply is left
+    r = wire("*2\r\n:1\r\n:7\r\n-UNBLOCKED force unblock\r\n");
+    BOOST_TEST(take_wait_reply(r) == -1);
+    BOOST_TEST(r.size() == 3u);
+    r = wire("*2\r\n:1\r\n:7\r\n");
+    BOOST_TEST(take_wait_reply(r) == -1); // no WAIT reply: left alone, the decoder refuses it
+    BOOST_TEST(r.size() == 3u);
+    corolock::request req;
+    corolock::detail::add_wait(req, "", "100");
+    BOOST_TEST(req.size() == 0u);
+    corolock::detail::add_wait(req, "1", "100");
+    BOOST_TEST(req.payload() == "*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

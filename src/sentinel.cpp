@@ -1,0 +1,226 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The I/O of Sentinel support: asking the Sentinels for the master before each connect, and the
+// side subscription to +switch-master. Every decision is in detail/sentinel_resolve.
+#include "detail/connection_impl.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <sstream>
+
+namespace corolock::detail {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+namespace {
+
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+
+// Most nodes kept from one Sentinel reply: a SENTINEL SENTINELS reply has ~30 per Sentinel.
+constexpr std::size_t max_sentinel_nodes = 64 * 1024;
+
+std::string describe(const address& a) {
+    return a.host + ":" + a.port;
+}
+
+// Reads `replies` whole top-level messages (replies or pushes) into `out`, attributes skipped.
+awaitable<error_code> read_messages(stream& s, read_buffer& buf, resp3::parser& p,
+                                    std::size_t replies, std::size_t max_read,
+                                    generic_response& out) {
+    for (std::size_t i = 0; i < replies;) {
+        error_code ec;
+        auto n = p.consume(buf.unread(), ec);
+        if (ec)
+            co_return ec;
+        if (!n) {
+            if (buf.unread().size() > max_read)
+                co_return error::message_too_large;
+            auto [rec, rn] = co_await s.read_some(buf.prepare(4096));
+            if (rec)
+                co_return rec;
+            buf.commit(rn);
+            continue;
+        }
+        if (n->data_type != resp3::type::attribute) {
+            if (out.size() >= max_sentinel_nodes)
+                co_return error::message_too_large;
+            out.push_back({n->data_type, n->aggregate_size, n->depth, std::string(n->value)});
+        }
+        if (p.done()) {
+            buf.consume(p.consumed());
+            p.reset();
+            ++i;
+        }
+    }
+    co_return error_code{};
+}
+
+// Runs `op` against a timer (0: no limit); the timer's expiry is `on_timeout`.
+awaitable<error_code> within(const asio::any_io_executor& ex, std::chrono::steady_clock::duration d,
+                             awaitable<error_code> op, error_code on_timeout) {
+    if (d <= std::chrono::steady_clock::duration::zero())
+        co_return co_await std::move(op);
+    asio::steady_timer timer(ex, d);
+    auto r = co_await (std::move(op) || timer.async_wait(nothrow));
+    if (r.index() == 1)
+        co_return on_timeout;
+    co_return std::get<0>(r);
+}
+
+awaitable<error_code> exchange(stream& s, read_buffer& buf, resp3::parser& p, const request& req,
+                               std::size_t max_read, generic_response& resp) {
+    auto [wec, wn] = co_await s.write(asio::buffer(req.payload()));
+    if (wec)
+        co_return wec;
+    co_return co_await read_messages(s, buf, p, req.expected_responses(), max_read, resp);
+}
+
+awaitable<bool> cancelled() {
+    auto cs = co_await asio::this_coro::cancellation_state;
+    co_return cs.cancelled() != asio::cancellation_type::none;
+}
+
+} // namespace
+
+bool connection_impl::demoted_reply(std::string_view text) noexcept {
+    const auto word = text.substr(0, text.find(' '));
+    return word == "READONLY" || word == "MASTERDOWN";
+}
+
+awaitable<sentinel_answer> connection_impl::ask_sentinel(const address& where) {
+    sentinel_answer out;
+    const auto& sc = cfg_.sentinel;
+    connection_config c = cfg_;
+    c.host = where.host;
+    c.port = where.port;
+    c.unix_socket.clear();
+    c.use_tls = sc.use_tls;
+    stream s;
+    out.ec = co_await within(strand_, sc.connect_timeout, s.connect(c, tls_, strand_),
+                             error::connect_timeout);
+    if (out.ec)
+        co_return out;
+    const request req = make_sentinel_request(sc);
+    read_buffer buf;
+    resp3::parser p(cfg_.limits);
+    generic_response resp;
+    out.ec =
+        co_await within(strand_, sc.request_timeout,
+                        exchange(s, buf, p, req, cfg_.max_read_size, resp), error::connect_timeout);
+    s.close();
+    if (!out.ec)
+        out = parse_sentinel_answer(resp);
+    co_return out;
+}
+
+awaitable<connection_impl::resolved> connection_impl::resolve_master() {
+    auto& list = *sentinels_;
+    list.start_round();
+    while (const address* s = list.next()) {
+        const address sentinel = *s; // on_answer reorders the list
+        const auto a = co_await ask_sentinel(sentinel);
+        if (co_await cancelled())
+            co_return resolved{asio::error::operation_aborted, {}};
+        if (a.ec && log_.enabled(logger::level::debug))
+            log_.log(logger::level::debug,
+                     "sentinel " + describe(sentinel) + ": " + a.ec.message());
+        if (list.on_answer(a)) {
+            resolves_.fetch_add(1, std::memory_order_relaxed);
+            if (log_.enabled(logger::level::info))
+                log_.log(logger::level::info, "sentinel " + describe(sentinel) + ": master '" +
+                                                  cfg_.sentinel.master_name + "' is at " +
+                                                  describe(a.master));
+            co_return resolved{{}, a.master};
+        }
+    }
+    co_return resolved{list.failure(), {}};
+}
+
+void connection_impl::on_switch_master(const address& to) {
+    if (to == master_ && connected_)
+        return; // already there (a late or repeated message)
+    master_switches_.fetch_add(1, std::memory_order_relaxed);
+    if (log_.enabled(logger::level::warning))
+        log_.log(logger::level::warning, "sentinel: +switch-master '" + cfg_.sentinel.master_name +
+                                             "' to " + describe(to) +
+                                             "; dropping the connection to " + describe(master_));
+    // The reader and writer fail on the closed socket: written requests fail with
+    // connection_lost, waiting ones stay queued, and the next connect resolves again.
+    stream_.close();
+}
+
+// g++ 12 sees Asio's frame allocator through inlining and reports a mismatched delete that is
+// not there (the same false positive as co_composed's, STYLE.md).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+awaitable<void> connection_impl::watch_switch_master() {
+    const auto& sc = cfg_.sentinel;
+    backoff wait(std::chrono::milliseconds(100), std::chrono::seconds(2));
+    std::size_t next = 0;
+    asio::steady_timer sleep(strand_);
+    for (;;) {
+        const auto list = sentinels_->current();
+        const address where = list[next++ % list.size()];
+        connection_config c = cfg_;
+        c.host = where.host;
+        c.port = where.port;
+        c.unix_socket.clear();
+        c.use_tls = sc.use_tls;
+        stream s;
+        error_code ec = co_await within(strand_, sc.connect_timeout, s.connect(c, tls_, strand_),
+                                        error::connect_timeout);
+        if (co_await cancelled())
+            co_return;
+        read_buffer buf;
+        resp3::parser p(cfg_.limits);
+        if (!ec) {
+            request req;
+            if (sc.password.empty())
+                req.push("HELLO", 3);
+            else
+                req.push("HELLO", 3, "AUTH", sc.username.empty() ? "default" : sc.username,
+                         sc.password);
+            req.push("SUBSCRIBE", "+switch-master");
+            auto [wec, wn] = co_await s.write(asio::buffer(req.payload()));
+            ec = wec;
+            generic_response hello;
+            if (!ec)
+                ec = co_await read_messages(s, buf, p, 1, cfg_.max_read_size, hello);
+            if (!ec && (hello.empty() || resp3::is_error(hello.front().data_type)))
+                ec = error::server_error;
+        }
+        if (!ec)
+            wait.reset();
+        while (!ec) {
+            generic_response msg;
+            ec = co_await read_messages(s, buf, p, 1, cfg_.max_read_size, msg);
+            // [push 3] message +switch-master payload
+            if (!ec && msg.size() == 4 && msg[0].data_type == resp3::type::push &&
+                msg[1].value == "message" && msg[2].value == "+switch-master")
+                if (auto to = parse_switch_master(msg[3].value, sc.master_name))
+                    on_switch_master(*to);
+        }
+        s.close();
+        if (co_await cancelled())
+            co_return;
+        if (log_.enabled(logger::level::debug))
+            log_.log(logger::level::debug,
+                     "sentinel " + describe(where) + ": +switch-master watch: " + ec.message());
+        sleep.expires_after(wait.next(rng_));
+        co_await sleep.async_wait(nothrow);
+        if (co_await cancelled())
+            co_return;
+    }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+} // namespace corolock::detail

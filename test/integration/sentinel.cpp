@@ -1,0 +1,285 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// Sentinel and replica acknowledgement against real servers: a master, a replica and three
+// Sentinels (test/common/sentinel_set), started and reaped by each test.
+#include "common/coro_test.hpp"
+#include "common/redis_process.hpp"
+#include "common/sentinel_set.hpp"
+#include "common/test_config.hpp"
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <string>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using corolock::error;
+using corolock::error_code;
+using corolock::test::quiet;
+using corolock::test::redis_process;
+using corolock::test::run_coroutine_test;
+using corolock::test::sentinel_set;
+using corolock::test::sleep_for;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+
+corolock::connection_config config_for(const std::vector<corolock::address>& sentinels,
+                                       std::string master = "m1") {
+    corolock::connection_config c;
+    c.health_check_interval = 200ms;
+    c.reconnect_wait = 20ms;
+    c.reconnect_wait_max = 200ms;
+    c.connect_timeout = 1s;
+    c.max_wait_for_connection = 15s;
+    c.sentinel.addresses = sentinels;
+    c.sentinel.master_name = std::move(master);
+    c.sentinel.connect_timeout = 300ms;
+    return c;
+}
+
+corolock::mutex_options lease_of(clock_type::duration lease) {
+    corolock::mutex_options o;
+    o.lease = lease;
+    return o;
+}
+
+// The port of the server the connection is on now.
+awaitable<std::string> server_port(corolock::connection& conn) {
+    corolock::request req;
+    req.push("CONFIG", "GET", "port");
+    corolock::generic_response resp;
+    auto [ec, n] = co_await conn.async_exec(req, resp, tuple_deferred);
+    if (ec || resp.size() != 3)
+        co_return "error: " + ec.message();
+    co_return resp[2].value;
+}
+
+// Acquires and releases until it works (failover in progress), up to `limit`.
+awaitable<bool> lock_cycle_works(corolock::mutex& m, clock_type::duration limit) {
+    const auto end = clock_type::now() + limit;
+    while (clock_type::now() < end) {
+        auto [ec, l] = co_await m.async_acquire_for(2s, tuple_deferred);
+        if (!ec && l.valid()) {
+            auto [rec] = co_await l.async_release(tuple_deferred);
+            if (!rec)
+                co_return true;
+        }
+        co_await sleep_for(100ms);
+    }
+    co_return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sentinel)
+
+BOOST_AUTO_TEST_CASE(discovery_errors_and_replica_sync) {
+    const auto t0 = clock_type::now();
+    sentinel_set set;
+    std::cout << "sentinel set ready in " << (clock_type::now() - t0) / 1ms << " ms\n";
+    const auto master = std::to_string(set.node(0).port());
+    asio::io_context ioc;
+    // T1: the first Sentinel address is closed; the second knows the master.
+    auto addrs = set.addresses();
+    redis_process closed({}, redis_process::start_mode::later);
+    closed.start();
+    const corolock::address dead{"127.0.0.1", std::to_string(closed.port())};
+    closed.kill();
+    addrs.insert(addrs.begin(), dead);
+    corolock::connection conn(ioc.get_executor(), config_for(addrs), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            BOOST_TEST(co_await server_port(conn) == master);
+            BOOST_TEST(conn.stats().resolves >= 1u);
+            // Replica acknowledgement with a live replica: grants and renewals pass.
+            corolock::mutex_options o;
+            o.lease = 600ms;
+            o.replica_sync = {1, 100ms};
+            corolock::mutex m(conn, "lock:sentinel:sync", o);
+            auto [ec, l] = co_await m.async_acquire(tuple_deferred);
+            BOOST_TEST(!ec, ec.message());
+            co_await sleep_for(1s); // about 5 renewals, each with WAIT 1
+            BOOST_TEST(l.valid());
+            auto [rec] = co_await l.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            BOOST_TEST(get_lock_stats(conn).renewals >= 3u);
+            conn.cancel();
+        }(),
+        30s, 1, corolock::test::drain_check::off);
+
+    // All Sentinels closed; a wrong master name. reconnect_wait 0: async_run ends with the error.
+    auto ends_with = [&](corolock::connection_config c) {
+        c.reconnect_wait = 0ms;
+        asio::io_context io;
+        corolock::connection cn(io.get_executor(), c, quiet());
+        error_code out;
+        cn.async_run([&](error_code ec) { out = ec; });
+        io.run_for(10s);
+        return out;
+    };
+    BOOST_TEST(ends_with(config_for({dead})) == error::sentinel_resolve_failed);
+    BOOST_TEST(ends_with(config_for(set.addresses(), "no-such-master")) ==
+               error::sentinel_unknown_master);
+    BOOST_TEST(error_code(error::sentinel_resolve_failed) ==
+               corolock::condition::connection_failure);
+}
+
+BOOST_AUTO_TEST_CASE(replica_sync_without_replica_refuses_and_leaves_no_key) {
+    redis_process srv;
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), corolock::test::config_for(srv), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.replica_sync = {1, 20ms};
+            corolock::mutex m(conn, "lock:nosync", o);
+            auto [ec, l] = co_await m.async_acquire(tuple_deferred);
+            BOOST_TEST(ec == error::replicas_not_synced, ec.message());
+            BOOST_TEST(!l.valid());
+            // The grant was given back (owner-checked release, sent before this returns).
+            co_await sleep_for(100ms);
+            BOOST_TEST(srv.command({"EXISTS", "lock:nosync"}) == ":0\r\n");
+            // Invalid settings fail before anything is sent.
+            for (auto bad : {corolock::replica_sync{-1, 20ms}, corolock::replica_sync{1, 0ms},
+                             corolock::replica_sync{1, 20s}}) {
+                o.replica_sync = bad;
+                corolock::mutex b(conn, "lock:nosync:bad", o);
+                auto [bec, bl] = co_await b.async_try_acquire(tuple_deferred);
+                BOOST_TEST(bec == error::invalid_argument, bec.message());
+            }
+            conn.cancel();
+        }(),
+        30s, 1, corolock::test::drain_check::off);
+}
+
+// T2: the master is SIGKILLed while a lease is held and acquires wait.
+BOOST_AUTO_TEST_CASE(master_killed_client_moves_to_new_master) {
+    sentinel_set set;
+    const auto replica = std::to_string(set.node(1).port());
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(set.addresses()), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:sentinel:t2", lease_of(2s));
+            auto [ec, held] = co_await m.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!ec, ec.message());
+            int waiter_ok = 0;
+            auto waiter = [&]() -> awaitable<void> {
+                auto [wec, wl] = co_await m.async_acquire_for(20s, tuple_deferred);
+                if (!wec && wl.valid()) {
+                    ++waiter_ok;
+                    co_await wl.async_release(tuple_deferred);
+                }
+            };
+            for (int i = 0; i < 3; ++i)
+                asio::co_spawn(ioc, waiter(), asio::detached);
+            const auto t_kill = clock_type::now();
+            set.node(0).kill();
+            // The held lease cannot be renewed on a dead master: it is reported lost or the
+            // new master took its (replicated) key; either way the waiters get the lock.
+            held = {};
+            BOOST_TEST(co_await lock_cycle_works(m, 20s));
+            std::cout << "SIGKILL: first lock cycle on the new master after "
+                      << (clock_type::now() - t_kill) / 1ms << " ms\n";
+            BOOST_TEST(co_await server_port(conn) == replica);
+            for (int i = 0; i < 100 && waiter_ok < 3; ++i)
+                co_await sleep_for(100ms);
+            BOOST_TEST(waiter_ok == 3);
+            BOOST_TEST(conn.stats().resolves >= 2u);
+            conn.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// T3: the master is paused 4 s; the +switch-master watch moves the client before SIGCONT.
+BOOST_AUTO_TEST_CASE(master_paused_client_follows_switch_before_resume) {
+    sentinel_set set;
+    const auto replica = std::to_string(set.node(1).port());
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(set.addresses()), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:sentinel:t3", lease_of(1s));
+            BOOST_TEST(co_await lock_cycle_works(m, 5s));
+            set.node(0).pause();
+            const auto t_pause = clock_type::now();
+            // An acquire queued during the pause: its grant must come from the new master.
+            auto [ec, l] = co_await m.async_acquire_for(3900ms, tuple_deferred);
+            std::cout << "SIGSTOP: acquire done after " << (clock_type::now() - t_pause) / 1ms
+                      << " ms (" << ec.message() << "), switches " << conn.stats().master_switches
+                      << "\n";
+            BOOST_TEST(!ec, ec.message());
+            BOOST_TEST(conn.stats().master_switches >= 1u);
+            BOOST_TEST(co_await server_port(conn) == replica); // before SIGCONT
+            const auto token = l.token();
+            const bool still_paused = clock_type::now() - t_pause < 4s;
+            co_await sleep_for(4s - (clock_type::now() - t_pause));
+            set.node(0).resume();
+            BOOST_TEST(still_paused);
+            // The grant is on the new master, with our token.
+            const auto reply = set.node(1).command({"HGET", "lock:sentinel:t3", "token"});
+            BOOST_TEST(reply.find(std::to_string(token)) != std::string::npos, reply);
+            co_await l.async_release(tuple_deferred);
+            BOOST_TEST(co_await lock_cycle_works(m, 5s));
+            BOOST_TEST(co_await server_port(conn) == replica);
+            conn.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// T5: a graceful switch (SENTINEL FAILOVER): locks keep working on the new master.
+BOOST_AUTO_TEST_CASE(graceful_failover_locks_keep_working) {
+    sentinel_set set;
+    const auto replica = set.node(1).port();
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(set.addresses()), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:sentinel:t5", lease_of(1s));
+            BOOST_TEST(co_await lock_cycle_works(m, 5s));
+            const auto reply = set.sentinel(0).command({"SENTINEL", "FAILOVER", "m1"});
+            BOOST_TEST(reply == "+OK\r\n", reply);
+            const auto t0 = clock_type::now();
+            while (clock_type::now() - t0 < 15s && set.master_port() != replica)
+                co_await sleep_for(100ms);
+            BOOST_TEST(set.master_port() == replica);
+            // A Sentinel that has not heard of the switch yet may still name the old master,
+            // which passes ROLE until Sentinel converts it (then CLIENT KILL, READONLY or the
+            // next +switch-master moves the client): poll.
+            std::string on;
+            while (clock_type::now() - t0 < 20s &&
+                   (on = co_await server_port(conn)) != std::to_string(replica))
+                co_await sleep_for(100ms);
+            BOOST_TEST(on == std::to_string(replica));
+            std::cout << "SENTINEL FAILOVER: client on the new master after "
+                      << (clock_type::now() - t0) / 1ms << " ms, switches "
+                      << conn.stats().master_switches << "\n";
+            BOOST_TEST(co_await lock_cycle_works(m, 15s));
+            conn.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,184 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// Finding the master through Sentinel, with no server: replies, the list's order, ROLE and
+// +switch-master.
+#include "detail/sentinel_resolve.hpp"
+
+#include "common/wire.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+using corolock::address;
+using corolock::error;
+using corolock::error_code;
+using corolock::detail::check_role;
+using corolock::detail::parse_sentinel_answer;
+using corolock::detail::parse_switch_master;
+using corolock::detail::sentinel_answer;
+using corolock::detail::sentinel_list;
+using corolock::test::wire;
+
+namespace corolock {
+std::ostream& operator<<(std::ostream& os, const address& a) {
+    return os << a.host << ":" << a.port;
+}
+} // namespace corolock
+
+namespace {
+
+const std::string hello = "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n";
+const std::string master = "*2\r\n$9\r\n127.0.0.1\r\n$4\r\n7001\r\n";
+// SENTINEL SENTINELS in RESP3: an array of maps.
+const std::string two_sentinels =
+    "*2\r\n"
+    "%3\r\n$4\r\nname\r\n$2\r\nab\r\n$2\r\nip\r\n$9\r\n127.0.0.2\r\n"
+    "$4\r\nport\r\n$4\r\n9002\r\n"
+    "%2\r\n$2\r\nip\r\n$9\r\n127.0.0.3\r\n$4\r\nport\r\n$4\r\n9003\r\n";
+
+sentinel_answer ok(std::vector<address> others = {}) {
+    sentinel_answer a;
+    a.master = {"127.0.0.1", "7001"};
+    a.sentinels = std::move(others);
+    return a;
+}
+sentinel_answer failed(error e) {
+    sentinel_answer a;
+    a.ec = e;
+    return a;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sentinel_resolve)
+
+BOOST_AUTO_TEST_CASE(request_carries_hello_auth_and_both_questions) {
+    corolock::sentinel_config cfg;
+    cfg.master_name = "m1";
+    auto r = corolock::detail::make_sentinel_request(cfg);
+    BOOST_TEST(r.size() == 3u);
+    BOOST_TEST(r.expected_responses() == 3u);
+    BOOST_TEST(r.payload().find("AUTH") == std::string_view::npos);
+    BOOST_TEST(r.payload().find("GET-MASTER-ADDR-BY-NAME\r\n$2\r\nm1") != std::string_view::npos);
+    cfg.password = "pw";
+    r = corolock::detail::make_sentinel_request(cfg);
+    BOOST_TEST(r.payload().find("AUTH\r\n$7\r\ndefault\r\n$2\r\npw") != std::string_view::npos);
+}
+
+BOOST_AUTO_TEST_CASE(answer_with_master_and_sentinels) {
+    const auto a = parse_sentinel_answer(wire(hello + master + two_sentinels));
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.master == (address{"127.0.0.1", "7001"}));
+    BOOST_TEST_REQUIRE(a.sentinels.size() == 2u);
+    BOOST_TEST(a.sentinels[0] == (address{"127.0.0.2", "9002"}));
+    BOOST_TEST(a.sentinels[1] == (address{"127.0.0.3", "9003"}));
+}
+
+BOOST_AUTO_TEST_CASE(resp2_flat_sentinel_entries) {
+    const auto a = parse_sentinel_answer(
+        wire(hello + master + "*1\r\n*4\r\n$2\r\nip\r\n$3\r\n::1\r\n$4\r\nport\r\n$2\r\n99\r\n"));
+    BOOST_TEST(!a.ec);
+    BOOST_TEST_REQUIRE(a.sentinels.size() == 1u);
+    BOOST_TEST(a.sentinels[0] == (address{"::1", "99"}));
+}
+
+BOOST_AUTO_TEST_CASE(unknown_master_is_null) {
+    const auto a =
+        parse_sentinel_answer(wire(hello + "_\r\n" + "-ERR No such master with that name\r\n"));
+    BOOST_TEST(a.ec == error::sentinel_unknown_master);
+}
+
+BOOST_AUTO_TEST_CASE(refused_hello_is_auth_failure) {
+    const auto a = parse_sentinel_answer(wire("-WRONGPASS invalid username-password pair\r\n"
+                                              "-NOAUTH Authentication required.\r\n"
+                                              "-NOAUTH Authentication required.\r\n"));
+    BOOST_TEST(a.ec == error::auth_failed);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_answers_are_refused) {
+    // Too few replies, a master of the wrong shape, a port that is not a number.
+    BOOST_TEST(parse_sentinel_answer(wire(hello + master)).ec == error::unexpected_reply);
+    BOOST_TEST(parse_sentinel_answer(wire(hello + "*1\r\n$1\r\nx\r\n" + two_sentinels)).ec ==
+               error::unexpected_reply);
+    BOOST_TEST(
+        parse_sentinel_answer(wire(hello + "*2\r\n$1\r\nx\r\n$2\r\nab\r\n" + two_sentinels)).ec ==
+        error::unexpected_reply);
+    BOOST_TEST(parse_sentinel_answer(wire(hello + ":5\r\n" + two_sentinels)).ec ==
+               error::unexpected_reply);
+    // A strange SENTINELS reply only skips the refresh.
+    const auto a = parse_sentinel_answer(wire(hello + master + "*1\r\n:1\r\n"));
+    BOOST_TEST(!a.ec);
+    BOOST_TEST(a.sentinels.empty());
+    BOOST_TEST(parse_sentinel_answer({}).ec == error::unexpected_reply);
+}
+
+BOOST_AUTO_TEST_CASE(role) {
+    BOOST_TEST(!check_role(wire("*3\r\n$6\r\nmaster\r\n:100\r\n*0\r\n")));
+    BOOST_TEST(
+        check_role(wire("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:7001\r\n$9\r\nconnected\r\n"
+                        ":10\r\n")) == error::role_check_failed);
+    BOOST_TEST(check_role(wire("-NOPERM no\r\n")) == error::role_check_failed);
+    BOOST_TEST(check_role({}) == error::role_check_failed);
+}
+
+BOOST_AUTO_TEST_CASE(switch_master) {
+    const auto a = parse_switch_master("m1 127.0.0.1 7001 127.0.0.1 7002", "m1");
+    BOOST_TEST_REQUIRE(a.has_value());
+    BOOST_TEST(*a == (address{"127.0.0.1", "7002"}));
+    BOOST_TEST(!parse_switch_master("m2 127.0.0.1 7001 127.0.0.1 7002", "m1"));
+    BOOST_TEST(!parse_switch_master("m1 127.0.0.1 7001 127.0.0.1", "m1"));
+    BOOST_TEST(!parse_switch_master("m1 127.0.0.1 7001 127.0.0.1 7002 x", "m1"));
+    BOOST_TEST(!parse_switch_master("m1 127.0.0.1 7001 127.0.0.1 70x2", "m1"));
+    BOOST_TEST(!parse_switch_master("", "m1"));
+}
+
+BOOST_AUTO_TEST_CASE(round_asks_in_order_and_reorders_on_success) {
+    const address s1{"127.0.0.1", "1"}, s2{"127.0.0.1", "2"}, s3{"127.0.0.1", "3"},
+        s4{"127.0.0.1", "4"};
+    sentinel_list list({s1, s2});
+    list.start_round();
+    BOOST_TEST(*list.next() == s1);
+    BOOST_TEST(!list.on_answer(failed(error::connect_timeout)));
+    BOOST_TEST(*list.next() == s2);
+    // s2 answers and reports s3 and s4: [answered, reported..., missing bootstrap].
+    BOOST_TEST(list.on_answer(ok({s3, s4, s2})));
+    BOOST_TEST(list.next() == nullptr);
+    BOOST_TEST(list.current() == (std::vector<address>{s2, s3, s4, s1}));
+    // The next round starts with the one that answered; s4 answers without reporting anyone:
+    // the bootstrap entries come back, the others it forgot are dropped.
+    list.start_round();
+    BOOST_TEST(*list.next() == s2);
+    BOOST_TEST(!list.on_answer(failed(error::sentinel_resolve_failed)));
+    BOOST_TEST(*list.next() == s3);
+    BOOST_TEST(!list.on_answer(failed(error::server_error)));
+    BOOST_TEST(*list.next() == s4);
+    BOOST_TEST(list.on_answer(ok()));
+    BOOST_TEST(list.current() == (std::vector<address>{s4, s1, s2}));
+}
+
+BOOST_AUTO_TEST_CASE(round_failures) {
+    const address s1{"127.0.0.1", "1"}, s2{"127.0.0.1", "2"};
+    sentinel_list list({s1, s2});
+    list.start_round();
+    list.next();
+    list.on_answer(failed(error::connect_timeout));
+    list.next();
+    list.on_answer(failed(error::connection_lost));
+    BOOST_TEST(list.next() == nullptr);
+    BOOST_TEST(list.failure() == error::sentinel_resolve_failed);
+    // One Sentinel that does not know the name is enough to say so.
+    list.start_round();
+    list.next();
+    list.on_answer(failed(error::sentinel_unknown_master));
+    list.next();
+    list.on_answer(failed(error::connect_timeout));
+    BOOST_TEST(list.failure() == error::sentinel_unknown_master);
+    // A new round forgets it.
+    list.start_round();
+    BOOST_TEST(list.failure() == error::sentinel_resolve_failed);
+    sentinel_list empty({});
+    empty.start_round();
+    BOOST_TEST(empty.next() == nullptr);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
