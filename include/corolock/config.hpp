@@ -11,10 +11,10 @@
 
 namespace corolock {
 
-/// A server's TCP address.
+/// A server's TCP address (host name or IP literal, and port).
 struct address {
-    std::string host = "127.0.0.1";
-    std::string port = "6379";
+    std::string host;
+    std::string port;
     friend bool operator==(const address&, const address&) = default;
 };
 
