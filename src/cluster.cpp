@@ -15,12 +15,6 @@
 #include <algorithm>
 #include <sstream>
 
-// g++ 12 reports a false -Wmismatched-new-delete on some Asio awaitable frames (the frame's own
-// operator delete pairs with its own operator new), as test/CMakeLists.txt says for the tests.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace corolock {
 
 namespace detail {

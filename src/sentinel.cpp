@@ -153,12 +153,6 @@ void connection_impl::on_switch_master(const address& to) {
     stream_.close();
 }
 
-// g++ 12 sees Asio's frame allocator through inlining and reports a mismatched delete that is
-// not there (the same false positive as co_composed's, STYLE.md).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
 awaitable<void> connection_impl::watch_switch_master() {
     const auto& sc = cfg_.sentinel;
     backoff wait(std::chrono::milliseconds(100), std::chrono::seconds(2));
@@ -219,8 +213,5 @@ awaitable<void> connection_impl::watch_switch_master() {
     }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 } // namespace corolock::detail

@@ -375,6 +375,38 @@ BOOST_AUTO_TEST_CASE(node_restarted_empty_reports_the_holder_lost_within_a_renew
     });
 }
 
+// The spec's remedy for restarts without persistence: a node that stays down longer than a
+// lease comes back with nothing that could still matter. A holds exactly a quorum; while node 0
+// is down, A's extensions reach 2 of 5 and A is told lost; B gets in only after that, so no two
+// leases not reported lost ever overlap.
+BOOST_AUTO_TEST_CASE(node_restart_delayed_past_the_lease_gives_no_overlap) {
+    nodes n(5);
+    n.run([&]() -> awaitable<void> {
+        constexpr auto lease = 1500ms; // an extension every 500 ms
+        n.hold_by_other(3, "rl:delayed");
+        n.hold_by_other(4, "rl:delayed");
+        corolock::redlock a_lock(n.ptrs, "rl:delayed", options_of(lease, 300ms));
+        redlock_lease a = co_await a_lock.async_acquire();
+        BOOST_REQUIRE(a.owns());
+        for (std::size_t i : {3u, 4u})
+            n.srv[i]->command({"DEL", "rl:delayed"});
+        n.srv[0]->kill(); // down, and it stays down past A's lease
+        corolock::redlock b_lock(n.ptrs, "rl:delayed", options_of(lease, 300ms));
+        redlock_lease b = co_await b_lock.async_acquire_for(10s);
+        BOOST_REQUIRE(b.owns());
+        BOOST_TEST(a.lost()); // told before B could get a quorum: no overlap
+        BOOST_TEST(!a.valid());
+        co_await sleep_for(lease); // node 0 comes back empty only after a whole lease
+        n.srv[0]->start();
+        BOOST_TEST(co_await eventually([&] { return b_lock.stats().extensions >= 2u; }, 5s));
+        BOOST_TEST(b.valid());
+        auto [rel] = co_await a.async_release(tuple_deferred);
+        BOOST_TEST(rel == error::lease_lost);
+        co_await b.async_release();
+        BOOST_TEST(co_await eventually([&] { return n.foreign("rl:delayed") == 0u; }, 2s));
+    });
+}
+
 BOOST_AUTO_TEST_CASE(keys_expired_early_from_outside) {
     nodes n(5);
     n.run([&]() -> awaitable<void> {
