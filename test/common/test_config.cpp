@@ -46,7 +46,14 @@ boost::asio::awaitable<bool> eventually(std::function<bool()> done,
 }
 
 std::string bulk(std::string_view s) {
-    return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
+    // Appended piece by piece: g++ 12 at -O2/-O3 flags `"$" + std::to_string(...)` with a false
+    // -Wrestrict (GCC bug 105651), which broke the Release build of the tests.
+    std::string out = "$";
+    out += std::to_string(s.size());
+    out += "\r\n";
+    out += s;
+    out += "\r\n";
+    return out;
 }
 
 } // namespace corolock::test
