@@ -422,8 +422,8 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
         [self = shared_from_this(), batch = std::move(batch), call, sent,
          waited = strictest != nullptr](error_code ec) {
             std::vector<bool> renewed;
-            const std::int64_t acks =
-                !ec && waited ? take_wait_reply(call->resp) : std::numeric_limits<std::int64_t>::max();
+            const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp)
+                                                    : std::numeric_limits<std::int64_t>::max();
             if (!ec)
                 ec = decode_renew(call->resp, renewed);
             if (!ec && renewed.size() != batch.size())

@@ -213,5 +213,4 @@ awaitable<void> connection_impl::watch_switch_master() {
     }
 }
 
-
 } // namespace corolock::detail

@@ -37,7 +37,7 @@ struct lock_spec {
     std::shared_ptr<connection_impl> conn;
     std::string name, fence_key, channel;
     mutex_options opts;
-    std::string lease_ms, fence_ms; // script arguments
+    std::string lease_ms, fence_ms;     // script arguments
     std::string wait_replicas, wait_ms; // WAIT's arguments (empty: no replica_sync)
     clock::duration drift;
     error_code invalid; // the argument check, done once
