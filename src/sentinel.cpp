@@ -79,6 +79,45 @@ awaitable<error_code> exchange(stream& s, read_buffer& buf, resp3::parser& p, co
     co_return co_await read_messages(s, buf, p, req.expected_responses(), max_read, resp);
 }
 
+// Reads the +switch-master subscription's messages until the stream fails, stamping `heard` at
+// each one (a message or a PONG) and passing each message to `on_message`.
+template <class OnMessage>
+awaitable<error_code> read_watch(stream& s, read_buffer& buf, resp3::parser& p,
+                                 std::size_t max_read, std::chrono::steady_clock::time_point& heard,
+                                 OnMessage on_message) {
+    for (;;) {
+        generic_response msg;
+        if (auto ec = co_await read_messages(s, buf, p, 1, max_read, msg))
+            co_return ec;
+        heard = std::chrono::steady_clock::now();
+        on_message(msg);
+    }
+}
+
+// The watch's health check: a PING every `every`; a Sentinel that has said nothing for one and a
+// half intervals (paused, or a dead link that TCP has not noticed) is left for the next one.
+awaitable<error_code> keep_watch_alive(stream& s, const asio::any_io_executor& ex,
+                                       std::chrono::steady_clock::duration every,
+                                       const std::chrono::steady_clock::time_point& heard) {
+    asio::steady_timer timer(ex);
+    if (every <= std::chrono::steady_clock::duration::zero()) {
+        timer.expires_at(std::chrono::steady_clock::time_point::max());
+        auto [ec] = co_await timer.async_wait(nothrow);
+        co_return ec ? ec : error_code(asio::error::operation_aborted);
+    }
+    request ping;
+    ping.push("PING");
+    for (;;) {
+        timer.expires_after(every);
+        if (auto [ec] = co_await timer.async_wait(nothrow); ec)
+            co_return ec;
+        if (std::chrono::steady_clock::now() - heard > every + every / 2)
+            co_return error::pong_timeout;
+        if (auto [ec, n] = co_await s.write(asio::buffer(ping.payload())); ec)
+            co_return ec;
+    }
+}
+
 awaitable<bool> cancelled() {
     auto cs = co_await asio::this_coro::cancellation_state;
     co_return cs.cancelled() != asio::cancellation_type::none;
@@ -189,16 +228,19 @@ awaitable<void> connection_impl::watch_switch_master() {
             if (!ec && (hello.empty() || resp3::is_error(hello.front().data_type)))
                 ec = error::server_error;
         }
-        if (!ec)
+        if (!ec) {
             wait.reset();
-        while (!ec) {
-            generic_response msg;
-            ec = co_await read_messages(s, buf, p, 1, cfg_.max_read_size, msg);
-            // [push 3] message +switch-master payload
-            if (!ec && msg.size() == 4 && msg[0].data_type == resp3::type::push &&
-                msg[1].value == "message" && msg[2].value == "+switch-master")
-                if (auto to = parse_switch_master(msg[3].value, sc.master_name))
-                    on_switch_master(*to);
+            auto heard = std::chrono::steady_clock::now();
+            auto on_message = [this, &sc](const generic_response& msg) {
+                // [push 3] message +switch-master payload
+                if (msg.size() == 4 && msg[0].data_type == resp3::type::push &&
+                    msg[1].value == "message" && msg[2].value == "+switch-master")
+                    if (auto to = parse_switch_master(msg[3].value, sc.master_name))
+                        on_switch_master(*to);
+            };
+            auto r = co_await (read_watch(s, buf, p, cfg_.max_read_size, heard, on_message) ||
+                               keep_watch_alive(s, strand_, cfg_.health_check_interval, heard));
+            ec = r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
         }
         s.close();
         if (co_await cancelled())

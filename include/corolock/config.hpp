@@ -41,7 +41,9 @@ struct sentinel_config {
     /// Keep a small side connection to a Sentinel subscribed to `+switch-master`: a switch that
     /// names our master drops the master connection at once (requests written to it fail with
     /// `connection_lost`, queued ones go to the new master), instead of waiting for Sentinel to
-    /// demote the old master (about 10 s for a paused one).
+    /// demote the old master (about 10 s for a paused one). The side connection sends PING every
+    /// `connection_config::health_check_interval` and moves to the next Sentinel when one has
+    /// said nothing for one and a half intervals (a paused Sentinel, a dead link).
     bool follow_switch_master = true;
 };
 

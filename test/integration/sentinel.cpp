@@ -12,6 +12,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -277,6 +278,125 @@ BOOST_AUTO_TEST_CASE(graceful_failover_locks_keep_working) {
                       << (clock_type::now() - t0) / 1ms << " ms, switches "
                       << conn.stats().master_switches << "\n";
             BOOST_TEST(co_await lock_cycle_works(m, 15s));
+            conn.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// The +switch-master watch is on a Sentinel that stops answering (paused): its health check
+// moves it to another Sentinel, which announces the switch when the master is paused next.
+BOOST_AUTO_TEST_CASE(paused_sentinel_the_watch_moves_on) {
+    sentinel_set set;
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(set.addresses()), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:sentinel:watch", lease_of(1s));
+            BOOST_TEST(co_await lock_cycle_works(m, 5s));
+            // The Sentinel whose client list shows our subscription (sub=1).
+            int watched = -1;
+            for (int tries = 0; tries < 50 && watched < 0; ++tries) {
+                for (int i = 0; i < 3 && watched < 0; ++i)
+                    if (set.sentinel(i).command({"CLIENT", "LIST"}).find(" sub=1 ") !=
+                        std::string::npos)
+                        watched = i;
+                if (watched < 0)
+                    co_await sleep_for(100ms);
+            }
+            BOOST_TEST_REQUIRE(watched >= 0, set.sentinel(0).command({"CLIENT", "LIST"}));
+            set.sentinel(watched).pause();
+            co_await sleep_for(1s); // five health-check intervals: the watch has moved
+            set.node(0).pause();
+            const auto t_pause = clock_type::now();
+            // A failover with one Sentinel of three paused may need a second election round
+            // (failover-timeout 3 s, retried after twice that).
+            while (clock_type::now() - t_pause < 20s && conn.stats().master_switches == 0)
+                co_await sleep_for(100ms);
+            std::cout << "paused Sentinel: switch heard after "
+                      << (clock_type::now() - t_pause) / 1ms << " ms\n";
+            // Only the watch counts switches: the paused Sentinel could not have told us.
+            BOOST_TEST(conn.stats().master_switches >= 1u);
+            set.node(0).resume();
+            set.sentinel(watched).resume();
+            conn.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// T4: the master is SIGKILLed and restarted empty after the switch. It is a writable master for
+// about 10 s, until Sentinel demotes it; a connection never grants from it meanwhile.
+BOOST_AUTO_TEST_CASE(restarted_empty_master_gets_no_grant) {
+    sentinel_set set;
+    const auto replica = set.node(1).port();
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(set.addresses()), quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:sentinel:t4", lease_of(3s));
+            BOOST_TEST(co_await lock_cycle_works(m, 5s));
+            set.node(0).kill();
+            set.wait_master(replica, 15000ms);
+            set.node(0).start(); // same port, no data, and it believes it is a master
+            BOOST_TEST(set.node(0).command({"ROLE"}).find("master") != std::string::npos);
+            // A new connection asks the Sentinels, so it goes to the new master; the old one
+            // reconnected there already.
+            corolock::connection fresh(ioc.get_executor(), config_for(set.addresses()), quiet());
+            fresh.async_run(asio::detached);
+            for (auto* c : {&conn, &fresh}) {
+                corolock::mutex mc(*c, "lock:sentinel:t4", lease_of(3s));
+                auto [ec, l] = co_await mc.async_acquire_for(10s, tuple_deferred);
+                BOOST_TEST_REQUIRE(!ec, ec.message());
+                BOOST_TEST(co_await server_port(*c) == std::to_string(replica));
+                const auto on_new = set.node(1).command({"HGET", "lock:sentinel:t4", "token"});
+                BOOST_TEST(on_new.find(std::to_string(l.token())) != std::string::npos, on_new);
+                // While the restarted node still calls itself a master, it has no grant.
+                if (set.node(0).command({"ROLE"}).find("master") != std::string::npos)
+                    BOOST_TEST(set.node(0).command({"EXISTS", "lock:sentinel:t4"}) == ":0\r\n");
+                co_await l.async_release(tuple_deferred);
+            }
+            fresh.cancel();
+            conn.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// T3 without the switch watch: the client stays on the paused master, and an acquire queued
+// there runs when it resumes, a zombie master whose replica was promoted. With replica_sync the
+// grant's WAIT sees no replica: it is refused and given back, never used.
+BOOST_AUTO_TEST_CASE(without_switch_watch_replica_sync_refuses_the_zombie_grant) {
+    sentinel_set set;
+    asio::io_context ioc;
+    auto cfg = config_for(set.addresses());
+    cfg.sentinel.follow_switch_master = false;
+    cfg.health_check_interval = 20s; // keep the connection on the paused master
+    corolock::connection conn(ioc.get_executor(), cfg, quiet());
+    conn.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.lease = 2s;
+            o.replica_sync = {1, 100ms};
+            corolock::mutex m(conn, "lock:sentinel:t3off", o);
+            BOOST_TEST(co_await lock_cycle_works(m, 5s));
+            set.node(0).pause();
+            const auto t_pause = clock_type::now();
+            asio::steady_timer resume(ioc, 4s);
+            resume.async_wait([&](error_code) { set.node(0).resume(); });
+            auto [ec, l] = co_await m.async_try_acquire(tuple_deferred);
+            std::cout << "zombie grant: " << ec.message() << " after "
+                      << (clock_type::now() - t_pause) / 1ms << " ms\n";
+            const bool after_resume = clock_type::now() - t_pause >= 4s;
+            BOOST_TEST(after_resume); // it ran on the resumed master
+            BOOST_TEST(ec == error::replicas_not_synced, ec.message());
+            BOOST_TEST(!l.valid());
+            BOOST_TEST(conn.stats().master_switches == 0u);
+            co_await sleep_for(200ms); // the give-back, sent before the completion
+            BOOST_TEST(set.node(0).command({"EXISTS", "lock:sentinel:t3off"}) == ":0\r\n");
             conn.cancel();
         }(),
         60s, 1, corolock::test::drain_check::off);
