@@ -58,6 +58,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
         ec = error::invalid_wait;
     if (ec) {
         // Fails before anything is sent, and never inline.
+        core_->svc->stats_.acquired(acquire_outcome::error, {});
         return deliver(std::move(h), spec.conn->executor(), ec, lease{});
     }
     detail::acquire_params p;
