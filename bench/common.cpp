@@ -482,6 +482,23 @@ corolock::lock_stats operator-(const corolock::lock_stats& a, const corolock::lo
     d.renewal_calls = a.renewal_calls - b.renewal_calls;
     d.leases_lost = a.leases_lost - b.leases_lost;
     d.undos = a.undos - b.undos;
+    d.handoffs = a.handoffs - b.handoffs;
+    d.renewal_failures = a.renewal_failures - b.renewal_failures;
+    for (std::size_t i = 0; i < d.acquires.size(); ++i)
+        d.acquires[i] = a.acquires[i] - b.acquires[i];
+    for (std::size_t i = 0; i < d.lost.size(); ++i)
+        d.lost[i] = a.lost[i] - b.lost[i];
+    const auto minus = [](const corolock::duration_histogram& x,
+                          const corolock::duration_histogram& y) {
+        corolock::duration_histogram h;
+        for (std::size_t i = 0; i < h.buckets.size(); ++i)
+            h.buckets[i] = x.buckets[i] - y.buckets[i];
+        h.count = x.count - y.count;
+        h.sum = x.sum - y.sum;
+        return h;
+    };
+    d.acquire_wait = minus(a.acquire_wait, b.acquire_wait);
+    d.renewal_rtt = minus(a.renewal_rtt, b.renewal_rtt);
     // Gauges, not counters: the later value.
     d.leases_held = a.leases_held;
     d.waiters = a.waiters;

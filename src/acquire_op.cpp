@@ -11,7 +11,7 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
     : core_(std::move(core)), svc_(*core_->svc), fsm_(p), handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(tracked_work(handler_executor(handler_, spec().conn->executor()))),
-      timer_(spec().conn->strand()), owner_(random_owner_id()) {
+      timer_(spec().conn->strand()), started_(clock::now()), owner_(random_owner_id()) {
     const std::string_view keys[] = {spec().name, spec().fence_key};
     const std::string_view args[] = {
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
@@ -75,8 +75,8 @@ void acquire_op::on_reply(error_code ec) {
     }
     const auto a = fsm_.on_reply(clock::now(), r, head(), woken(), svc_.rng());
     if (a.complete && a.ec == error::replicas_not_synced)
-        spec().conn->log().log(logger::level::warning, "corolock: lock '" + spec().name +
-                                                           "': grant given back: WAIT saw " +
+        spec().conn->log().log(logger::level::warning, describe(spec()) +
+                                                           "grant given back: WAIT saw " +
                                                            std::to_string(r.acks) + " of " +
                                                            spec().wait_replicas + " replicas");
     else if (a.give_back && r.what == attempt_reply::kind::granted)
@@ -116,6 +116,20 @@ void acquire_op::complete(error_code ec, bool granted) {
     if (queue_) {
         svc_.leave(*this);
         queue_ = nullptr;
+    }
+    const auto outcome = outcome_of(ec, granted);
+    const auto waited = clock::now() - started_;
+    svc_.stats_.acquired(outcome, waited);
+    if (const auto& log = spec().conn->log(); log.enabled(logger::level::debug)) {
+        // Never the owner id: it is the secret that releases the lock.
+        auto line = describe(spec()) + std::string(to_string(outcome)) + " after " +
+                    std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
+                    " ms";
+        if (granted)
+            line += ", token " + std::to_string(fsm_.token());
+        else if (outcome == acquire_outcome::error)
+            line += " (" + ec.message() + ")";
+        log.log(logger::level::debug, line);
     }
     lease out;
     if (granted) {

@@ -170,9 +170,10 @@ public:
                 return in(static_cast<error>(code.value()), error::moved, error::no_replicas);
             return code.default_error_condition() == boost::system::error_condition(cond, *this);
         }
-        // Socket-level failures are connection failures too; a cancellation is not.
+        // Socket-level failures are connection failures too; a cancellation is not, and neither
+        // is success (value 0 of the system category).
         if (static_cast<condition>(cond) == condition::connection_failure)
-            return code != boost::asio::error::operation_aborted &&
+            return code && code != boost::asio::error::operation_aborted &&
                    (code.category() == boost::asio::error::get_system_category() ||
                     code.category() == boost::asio::error::get_misc_category() ||
                     code.category() == boost::asio::error::get_netdb_category() ||

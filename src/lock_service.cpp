@@ -44,14 +44,14 @@ error_code check(std::string_view name, const mutex_options& o) {
     return {};
 }
 
+} // namespace
+
 std::string describe(const lock_spec& spec) {
     std::string out = "corolock: lock '";
     out.append(spec.name.size() > 64 ? spec.name.substr(0, 64) + "..." : spec.name);
     out.append("': ");
     return out;
 }
-
-} // namespace
 
 lock_spec::lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_options o)
     : conn(std::move(c)), name(std::move(n)), opts(o), invalid(check(name, opts)) {
@@ -216,15 +216,17 @@ void lock_service::forget(lease_state& s) {
         timer_.cancel(); // let the watchdog stop
 }
 
-void lock_service::lose(lease_state& s, error why) {
+void lock_service::lose(lease_state& s, error why, lease_loss reason) {
     if (s.released || s.lost_view.load(std::memory_order_relaxed) != 0)
         return;
     forget(s);
     s.lost_reason = why;
     s.lost_view.store(static_cast<int>(why), std::memory_order_relaxed);
-    stats_.leases_lost.fetch_add(1, std::memory_order_relaxed);
-    log().log(logger::level::warning,
-              describe(*s.spec) + "lease lost (" + make_error_code(why).message() + ")");
+    stats_.lease_lost(reason);
+    if (log().enabled(logger::level::warning))
+        log().log(logger::level::warning,
+                  describe(*s.spec) + "lease lost, token " + std::to_string(s.token) + " (" +
+                      std::string(to_string(reason)) + ": " + make_error_code(why).message() + ")");
     auto waiters = std::move(s.lost_waiters);
     s.lost_waiters.clear();
     for (auto& [id, h] : waiters)
@@ -275,10 +277,11 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
             if (!ec && !released) {
                 // Gone or taken before we released: the section may have overlapped.
                 ec = error::lease_lost;
-                self->stats_.leases_lost.fetch_add(1, std::memory_order_relaxed);
+                self->stats_.lease_lost(lease_loss::release_refused);
                 self->log().log(logger::level::warning,
-                                describe(*s->spec) +
-                                    "lease found lost at release (expired or taken)");
+                                describe(*s->spec) + "lease lost, token " +
+                                    std::to_string(s->token) +
+                                    " (release_refused: found expired or taken at release)");
             } else if (ec) {
                 // Aborted or not connected: the connection is stopped by its owner.
                 self->log().log(ec == asio::error::operation_aborted || ec == error::not_connected
@@ -322,7 +325,8 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
             if (!ec) {
                 if (auto loss = self->table_.on_renewed(*s, sent, clock::now(), renewed[0], acks)) {
                     self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                    self->lose(*s, static_cast<error>(loss.value()));
+                    self->lose(*s, static_cast<error>(loss.value()),
+                               renewal_loss(loss, renewed[0]));
                     ec = loss;
                 } else {
                     s->publish_deadline();
@@ -382,7 +386,7 @@ void lock_service::run_watchdog() {
     for (auto* w : plan_.due)
         due.push_back(static_cast<lease_state*>(w)->shared_from_this());
     for (auto& [s, why] : losing)
-        lose(*s, why);
+        lose(*s, why, why == error::max_hold_reached ? lease_loss::max_hold : lease_loss::expired);
     for (std::size_t i = 0; i < due.size(); i += 100)
         renew({due.begin() + static_cast<std::ptrdiff_t>(i),
                due.begin() + static_cast<std::ptrdiff_t>(std::min(due.size(), i + 100))});
@@ -421,6 +425,9 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
         conn_, renew_script(), call->req, call->resp,
         [self = shared_from_this(), batch = std::move(batch), call, sent,
          waited = strictest != nullptr](error_code ec) {
+            const auto now = clock::now();
+            if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
+                self->stats_.renewal_rtt.observe(now - sent); // answered, if only with an error
             std::vector<bool> renewed;
             const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp)
                                                     : std::numeric_limits<std::int64_t>::max();
@@ -428,7 +435,6 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                 ec = decode_renew(call->resp, renewed);
             if (!ec && renewed.size() != batch.size())
                 ec = error::unexpected_reply;
-            const auto now = clock::now();
             auto earliest = clock::time_point::max();
             for (std::size_t i = 0; i < batch.size(); ++i) {
                 auto& s = *batch[i];
@@ -436,6 +442,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                     continue; // released or lost meanwhile
                 if (ec) {
                     self->table_.on_renew_failed(s, now);
+                    self->stats_.renewal_failures.fetch_add(1, std::memory_order_relaxed);
                     self->log().log(logger::level::warning, describe(*s.spec) + "renewal failed (" +
                                                                 ec.message() +
                                                                 "); retrying until the deadline");
@@ -446,7 +453,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                                             std::to_string(acks) + " of " + s.spec->wait_replicas +
                                             " replicas");
                     self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                    self->lose(s, static_cast<error>(loss.value()));
+                    self->lose(s, static_cast<error>(loss.value()), renewal_loss(loss, renewed[i]));
                 } else {
                     s.publish_deadline();
                     self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);
@@ -464,7 +471,7 @@ void lock_service::on_connection_stopped() {
     table_.for_each(
         [&](lease_watch& w) { held.push_back(static_cast<lease_state*>(&w)->shared_from_this()); });
     for (auto& s : held)
-        lose(*s, error::lease_lost);
+        lose(*s, error::lease_lost, lease_loss::connection_stopped);
     std::vector<std::shared_ptr<acquire_op>> waiting;
     for (auto& [name, nq] : queues_)
         nq.q.for_each([&](waiter_queue::id id) {
@@ -472,15 +479,6 @@ void lock_service::on_connection_stopped() {
         });
     for (auto& op : waiting)
         op->stop();
-}
-
-lock_stats lock_service::stats() const {
-    constexpr auto r = std::memory_order_relaxed;
-    const auto& c = stats_;
-    return {c.attempts.load(r),      c.pubsub_wakeups.load(r), c.handoffs.load(r),
-            c.timer_wakeups.load(r), c.renewals.load(r),       c.renewal_calls.load(r),
-            c.leases_lost.load(r),   c.undos.load(r),          c.leases_held.load(r),
-            c.waiters.load(r)};
 }
 
 } // namespace corolock::detail

@@ -58,6 +58,11 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
         ec = error::invalid_wait;
     if (ec) {
         // Fails before anything is sent, and never inline.
+        core_->svc->stats_.acquired(acquire_outcome::error, {});
+        if (spec.conn->log().enabled(logger::level::debug))
+            spec.conn->log().log(logger::level::debug, detail::describe(spec) +
+                                                           "error after 0 ms (" + ec.message() +
+                                                           ")");
         return deliver(std::move(h), spec.conn->executor(), ec, lease{});
     }
     detail::acquire_params p;

@@ -144,6 +144,13 @@ expect 404 GET /stock/nothing
 expect 200 GET /metrics
 grep -q '^flash_sale_orders_total{outcome="sold"} 1$' "$work/body" ||
     problem "GET /metrics: no sold count of 1"
+# The library's own series (corolock::write_prometheus): the probe's sale was one grant.
+for series in '^corolock_acquires_total{outcome="granted"} [1-9]' \
+    '^corolock_acquire_wait_seconds_bucket{le="\+Inf"} [1-9]' \
+    '^corolock_lease_renewal_rtt_seconds_count [0-9]' \
+    '^corolock_leases_lost_total{reason="expired"} 0$'; do
+    grep -Eq "$series" "$work/body" || problem "GET /metrics: no line matches $series"
+done
 
 # The load.
 read -r load_before _ </proc/loadavg
@@ -190,7 +197,7 @@ fi
 summary=$(grep '^wrk-summary' "$work/wrk.out" || true)
 echo
 echo "outcomes (server):  $final"
-echo "lock (server):      $(grep -E '^corolock_(acquires_total|leases_lost_total|lock_attempts_total|lock_handoffs_total|lock_wakeups_total|acquire_wait_seconds_(sum|count))' \
+echo "lock (server):      $(grep -E '^corolock_(acquires_total|leases_lost_total|lock_attempts_total|lock_wakeups_total|acquire_wait_seconds_(sum|count))' \
     "$work/metrics" | sed 's/^corolock_//' | tr '\n' ' ')"
 echo "load:               ${summary#wrk-summary }"
 echo "machine:            $(nproc) cpus, load average $load_before before, $load_after after"

@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
                                   ex::make_config(*redis, "corolock-http-flash-sale"));
         conn.async_run(asio::detached);
         flash_sale::metrics metrics;
-        flash_sale::shop shop(conn, items, metrics);
+        flash_sale::shop shop(conn, items);
         server srv(ioc, {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(*port)},
                    conn, shop, metrics);
         srv.start();

@@ -3,10 +3,6 @@
 
 #include <corolock/mutex.hpp>
 
-#include <boost/asio/error.hpp>
-
-#include <algorithm>
-#include <charconv>
 #include <string_view>
 
 namespace flash_sale {
@@ -32,31 +28,7 @@ void metric(std::string& out, std::string_view name, std::string_view type, std:
     sample(out, name, {}, v);
 }
 
-// Prometheus wants seconds; the shortest text that reads back as the same double.
-std::string seconds(std::uint64_t us) {
-    char buf[32];
-    const auto end = std::to_chars(buf, buf + sizeof buf, static_cast<double>(us) / 1e6,
-                                   std::chars_format::fixed)
-                         .ptr;
-    return std::string(buf, end);
-}
-
 } // namespace
-
-void metrics::acquired(std::chrono::steady_clock::duration waited,
-                       const corolock::error_code& ec) noexcept {
-    const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(
-        0, std::chrono::duration_cast<std::chrono::microseconds>(waited).count()));
-    const auto bucket =
-        std::lower_bound(bounds_us_.begin(), bounds_us_.end(), us) - bounds_us_.begin();
-    wait_buckets_[static_cast<std::size_t>(bucket)].fetch_add(1, relaxed);
-    wait_sum_us_.fetch_add(us, relaxed);
-    const auto what = !ec                                           ? granted
-                      : ec == corolock::error::acquire_timeout      ? timeout
-                      : ec == boost::asio::error::operation_aborted ? cancelled
-                                                                    : error;
-    acquires_[what].fetch_add(1, relaxed);
-}
 
 std::string metrics::orders_line() const {
     std::string out;
@@ -76,38 +48,9 @@ std::string metrics::prometheus(corolock::connection& conn) const {
                "outcome=\"" + std::string(to_string(static_cast<outcome>(o))) + "\"",
                orders_[o].load(relaxed));
 
-    // The lock layer, as seen by the handlers.
-    constexpr std::string_view wait = "corolock_acquire_wait_seconds";
-    family(out, wait, "histogram", "Time from asking for an item's lock to the answer.");
-    std::uint64_t cumulative = 0;
-    for (std::size_t b = 0; b < wait_buckets_.size(); ++b) {
-        cumulative += wait_buckets_[b].load(relaxed);
-        const std::string le = b < bounds_us_.size() ? seconds(bounds_us_[b]) : "+Inf";
-        sample(out, std::string(wait) + "_bucket", "le=\"" + le + "\"", cumulative);
-    }
-    out.append(wait).append("_sum ").append(seconds(wait_sum_us_.load(relaxed))).append("\n");
-    sample(out, std::string(wait) + "_count", {}, cumulative);
-    family(out, "corolock_acquires_total", "counter", "Lock acquisitions, by outcome.");
-    constexpr std::string_view acquire_names[] = {"granted", "timeout", "cancelled", "error"};
-    for (int a = 0; a < acquire_outcomes; ++a)
-        sample(out, "corolock_acquires_total", "outcome=\"" + std::string(acquire_names[a]) + "\"",
-               acquires_[a].load(relaxed));
-
-    // The lock layer's own counters on this connection.
-    const corolock::lock_stats l = corolock::get_lock_stats(conn);
-    metric(out, "corolock_leases_held", "gauge", "Leases held now.", l.leases_held);
-    metric(out, "corolock_lock_waiters", "gauge", "Acquisitions waiting now.", l.waiters);
-    metric(out, "corolock_lock_attempts_total", "counter", "Acquire scripts sent.", l.attempts);
-    metric(out, "corolock_lock_handoffs_total", "counter",
-           "Waiters woken by a release sent on this connection.", l.handoffs);
-    family(out, "corolock_lock_wakeups_total", "counter", "Waiters woken from elsewhere, by what.");
-    sample(out, "corolock_lock_wakeups_total", "by=\"pubsub\"", l.pubsub_wakeups);
-    sample(out, "corolock_lock_wakeups_total", "by=\"timer\"", l.timer_wakeups);
-    metric(out, "corolock_lease_renewals_total", "counter", "Leases renewed by the watchdog.",
-           l.renewals);
-    metric(out, "corolock_leases_lost_total", "counter", "Leases lost while held.", l.leases_lost);
-    metric(out, "corolock_lock_undos_total", "counter",
-           "Grants given back (nobody waited for them, or their outcome was unknown).", l.undos);
+    // The lock layer: acquisitions by outcome, wait and renewal round-trip histograms, leases
+    // held and lost by reason, waiters.
+    corolock::write_prometheus(out, corolock::get_lock_stats(conn));
 
     // The Redis connection.
     const corolock::connection_stats c = conn.stats();

@@ -19,8 +19,6 @@
 
 namespace flash_sale {
 
-class metrics;
-
 /// What became of an order. main.cpp gives each its HTTP status.
 enum class outcome {
     sold,         ///< 201: the units are the buyer's
@@ -55,7 +53,7 @@ struct order_result {
 /// table is fixed at construction, the mutexes and the connection are thread-safe.
 class shop {
 public:
-    shop(corolock::connection& conn, const std::vector<std::string>& items, metrics& m);
+    shop(corolock::connection& conn, const std::vector<std::string>& items);
 
     bool sells(std::string_view item) const { return items_.contains(item); }
 
@@ -79,7 +77,6 @@ private:
     boost::asio::awaitable<order_result> sell(item& it, const order& o);
 
     corolock::connection& conn_;
-    metrics& metrics_;
     std::map<std::string, item, std::less<>> items_;
 };
 

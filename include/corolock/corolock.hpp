@@ -8,6 +8,7 @@
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
+#include <corolock/metrics.hpp>
 #include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
 #include <corolock/redlock.hpp>

@@ -6,6 +6,7 @@
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
+#include <corolock/metrics.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
@@ -59,19 +60,8 @@ struct mutex_options {
     corolock::replica_sync replica_sync;
 };
 
-/// Counters of the lock layer on one connection.
-struct lock_stats {
-    std::uint64_t attempts = 0;       ///< acquire scripts sent
-    std::uint64_t pubsub_wakeups = 0; ///< waiting heads woken by a release message
-    std::uint64_t handoffs = 0;       ///< waiting heads woken by a release sent on this connection
-    std::uint64_t timer_wakeups = 0;  ///< waiting heads woken by the fallback timer
-    std::uint64_t renewals = 0;       ///< leases renewed by the watchdog
-    std::uint64_t renewal_calls = 0;  ///< renew scripts sent (each renews up to 100 leases)
-    std::uint64_t leases_lost = 0;
-    std::uint64_t undos = 0;       ///< give-backs of grants nobody waited for, or unknown outcomes
-    std::uint64_t leases_held = 0; ///< now
-    std::uint64_t waiters = 0;     ///< acquisitions waiting now
-};
+/// The lock layer's counters on `conn` (all zero before its first mutex): what operators graph.
+/// Any thread; never blocks. `write_prometheus` (metrics.hpp) exports them.
 COROLOCK_DECL lock_stats get_lock_stats(connection& conn);
 
 /// A distributed lock on one name: a handle meant to be shared, like `std::mutex` (a class

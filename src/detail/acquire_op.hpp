@@ -47,6 +47,7 @@ private:
     boost::asio::any_completion_executor handler_ex_;
     boost::asio::steady_timer timer_;
     clock::time_point armed_ = clock::time_point::max();
+    const clock::time_point started_; // when the caller asked: the wait the metrics count
     owner_id owner_;
     request req_;
     generic_response resp_;

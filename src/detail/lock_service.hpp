@@ -8,6 +8,7 @@
 #include "acquire_fsm.hpp"
 #include "connection_impl.hpp"
 #include "lease_table.hpp"
+#include "lock_metrics.hpp"
 #include "owner_id.hpp"
 #include "waiter_queue.hpp"
 #include <corolock/lease.hpp>
@@ -99,6 +100,9 @@ struct lease_access {
     }
 };
 
+// "corolock: lock 'name': ", the start of every line the lock layer logs about one lock.
+std::string describe(const lock_spec& spec);
+
 class lock_service : public std::enable_shared_from_this<lock_service> {
 public:
     explicit lock_service(connection_impl& c);
@@ -115,7 +119,7 @@ public:
 
     // ---- leases (strand only)
     void watch(const std::shared_ptr<lease_state>& s, clock::time_point sent);
-    void lose(lease_state& s, error why);
+    void lose(lease_state& s, error why, lease_loss reason);
     // Releases `s` (its last share is gone); `done` (may be empty) gets the outcome.
     void release(std::shared_ptr<lease_state> s, completion done);
     void extend(std::shared_ptr<lease_state> s, completion done);
@@ -123,12 +127,9 @@ public:
     void cancel_wait_lost(lease_state& s, std::uint64_t id);
 
     void on_connection_stopped();
-    lock_stats stats() const;
+    lock_stats stats() const { return stats_.snapshot(); }
 
-    struct counters {
-        std::atomic<std::uint64_t> attempts{0}, pubsub_wakeups{0}, handoffs{0}, timer_wakeups{0},
-            renewals{0}, renewal_calls{0}, leases_lost{0}, undos{0}, leases_held{0}, waiters{0};
-    } stats_;
+    lock_metrics stats_;
 
 private:
     class listener;

@@ -27,6 +27,21 @@ logger quiet() {
     return {logger::level::off, {}};
 }
 
+logger log_capture::make(logger::level lvl) {
+    return {lvl, [this](logger::level, std::string_view line) {
+                std::lock_guard g(m);
+                lines.emplace_back(line);
+            }};
+}
+
+std::size_t log_capture::count(std::string_view needle) {
+    std::lock_guard g(m);
+    std::size_t n = 0;
+    for (const auto& l : lines)
+        n += l.find(needle) != std::string::npos;
+    return n;
+}
+
 boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
     boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
     co_await t.async_wait(boost::asio::use_awaitable);

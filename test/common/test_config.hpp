@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace corolock::test {
 
@@ -21,6 +23,18 @@ connection_config config_for(const redis_process& srv);
 
 // A logger that prints nothing (tests provoke failures on purpose).
 logger quiet();
+
+// Keeps every line a connection logs (any thread): tests check the lines that matter.
+struct log_capture {
+    std::mutex m;
+    std::vector<std::string> lines;
+
+    // A logger at `lvl` that appends here.
+    logger make(logger::level lvl = logger::level::debug);
+    // Lines that contain `needle`.
+    std::size_t count(std::string_view needle);
+    bool contains(std::string_view needle) { return count(needle) != 0; }
+};
 
 // Sleeps on the calling coroutine's executor.
 boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d);

@@ -55,6 +55,7 @@ using corolock::test::config_for;
 using corolock::test::direction;
 using corolock::test::eventually;
 using corolock::test::fault_proxy;
+using corolock::test::log_capture;
 using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
@@ -85,28 +86,6 @@ void spin_for(clock_type::duration d) {
     while (clock_type::now() < until) {
     }
 }
-
-// Every line a connection logs, at every level.
-struct log_capture {
-    std::mutex m;
-    std::vector<std::string> lines;
-
-    corolock::logger make() {
-        return {corolock::logger::level::debug,
-                [this](corolock::logger::level, std::string_view line) {
-                    std::lock_guard g(m);
-                    lines.emplace_back(line);
-                }};
-    }
-    std::size_t count(std::string_view needle) {
-        std::lock_guard g(m);
-        std::size_t n = 0;
-        for (const auto& l : lines)
-            n += l.find(needle) != std::string::npos;
-        return n;
-    }
-    bool contains(std::string_view needle) { return count(needle) != 0; }
-};
 
 // Two connections to one server (`conn` and `peer`: "another process"), and on demand a third
 // one through a fault proxy (`via`), running for the length of a test body.

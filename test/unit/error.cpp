@@ -85,6 +85,17 @@ BOOST_AUTO_TEST_CASE(outcome_unknown_is_never_not_executed) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(success_is_no_failure) {
+    // A default error_code is the system category's 0: not a socket failure.
+    for (auto c : {condition::connection_failure, condition::server_failure, condition::lock_lost,
+                   condition::not_executed}) {
+        BOOST_TEST_CONTEXT(c) {
+            BOOST_TEST(error_code() != c);
+        }
+    }
+    BOOST_TEST(error_code(boost::asio::error::connection_reset) == condition::connection_failure);
+}
+
 BOOST_AUTO_TEST_CASE(server_group_is_server_failure) {
     for (auto e : {cl::error::server_error, cl::error::auth_failed, cl::error::wrong_type,
                    cl::error::subscribe_refused}) {

@@ -1,0 +1,66 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "lock_metrics.hpp"
+
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
+
+namespace corolock::detail {
+
+void atomic_histogram::observe(std::chrono::nanoseconds d) noexcept {
+    d = std::max(d, std::chrono::nanoseconds::zero());
+    buckets_[duration_histogram::bucket_of(d)].fetch_add(1, std::memory_order_relaxed);
+    sum_ns_.fetch_add(static_cast<std::uint64_t>(d.count()), std::memory_order_relaxed);
+}
+
+duration_histogram atomic_histogram::snapshot() const noexcept {
+    duration_histogram h;
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+        h.buckets[i] = buckets_[i].load(std::memory_order_relaxed);
+        h.count += h.buckets[i];
+    }
+    h.sum = std::chrono::nanoseconds(
+        static_cast<std::int64_t>(sum_ns_.load(std::memory_order_relaxed)));
+    return h;
+}
+
+acquire_outcome outcome_of(const error_code& ec, bool granted) noexcept {
+    if (!ec)
+        return granted ? acquire_outcome::granted : acquire_outcome::busy;
+    if (ec == error::acquire_timeout)
+        return acquire_outcome::timeout;
+    if (ec == boost::asio::error::operation_aborted)
+        return acquire_outcome::cancelled;
+    return acquire_outcome::error;
+}
+
+lease_loss renewal_loss(const error_code& loss, bool renewed) noexcept {
+    if (loss == error::replicas_not_synced)
+        return lease_loss::replicas_not_synced;
+    return renewed ? lease_loss::expired : lease_loss::renewal_refused;
+}
+
+lock_stats lock_metrics::snapshot() const noexcept {
+    lock_stats s;
+    s.attempts = attempts.load(relaxed);
+    s.pubsub_wakeups = pubsub_wakeups.load(relaxed);
+    s.handoffs = handoffs.load(relaxed);
+    s.timer_wakeups = timer_wakeups.load(relaxed);
+    s.renewals = renewals.load(relaxed);
+    s.renewal_calls = renewal_calls.load(relaxed);
+    s.renewal_failures = renewal_failures.load(relaxed);
+    s.undos = undos.load(relaxed);
+    s.leases_held = leases_held.load(relaxed);
+    s.waiters = waiters.load(relaxed);
+    for (std::size_t i = 0; i < acquires.size(); ++i)
+        s.acquires[i] = acquires[i].load(relaxed);
+    for (std::size_t i = 0; i < lost.size(); ++i) {
+        s.lost[i] = lost[i].load(relaxed);
+        s.leases_lost += s.lost[i];
+    }
+    s.acquire_wait = acquire_wait.snapshot();
+    s.renewal_rtt = renewal_rtt.snapshot();
+    return s;
+}
+
+} // namespace corolock::detail

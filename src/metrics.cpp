@@ -1,0 +1,154 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include <corolock/metrics.hpp>
+
+#include <algorithm>
+#include <ostream>
+
+namespace corolock {
+
+namespace {
+
+constexpr std::string_view outcome_names[acquire_outcome_count] = {"granted", "busy", "timeout",
+                                                                   "cancelled", "error"};
+constexpr std::string_view loss_names[lease_loss_count] = {
+    "expired",  "renewal_refused",     "release_refused",
+    "max_hold", "replicas_not_synced", "connection_stopped"};
+
+// Writes one exposition: the caller's labels go on every sample, before the sample's own.
+class exposition {
+public:
+    exposition(std::string& out, std::string_view prefix, std::span<const metric_label> labels)
+        : out_(out), prefix_(prefix), labels_(labels) {}
+
+    void family(std::string_view name, std::string_view type, std::string_view help) {
+        out_.append("# HELP ").append(prefix_).append("_").append(name).append(" ").append(help);
+        out_.append("\n# TYPE ").append(prefix_).append("_").append(name).append(" ");
+        out_.append(type).append("\n");
+    }
+    // One sample; `label` (may be empty) is the sample's own label, `value` its text.
+    void sample(std::string_view name, std::string_view label, std::string_view label_value,
+                std::string_view value) {
+        out_.append(prefix_).append("_").append(name);
+        if (!labels_.empty() || !label.empty()) {
+            out_.append("{");
+            bool first = true;
+            for (const auto& l : labels_) {
+                pair(first, l.name, l.value);
+                first = false;
+            }
+            if (!label.empty())
+                pair(first, label, label_value);
+            out_.append("}");
+        }
+        out_.append(" ").append(value).append("\n");
+    }
+    void sample(std::string_view name, std::string_view label, std::string_view label_value,
+                std::uint64_t value) {
+        sample(name, label, label_value, std::to_string(value));
+    }
+    void single(std::string_view name, std::string_view type, std::string_view help,
+                std::uint64_t value) {
+        family(name, type, help);
+        sample(name, {}, {}, value);
+    }
+    void histogram(std::string_view name, std::string_view help, const duration_histogram& h) {
+        family(name, "histogram", help);
+        const std::string bucket = std::string(name) + "_bucket";
+        std::uint64_t cumulative = 0;
+        for (std::size_t b = 0; b < h.buckets.size(); ++b) {
+            cumulative += h.buckets[b];
+            sample(bucket, "le", b < h.bounds.size() ? seconds(h.bounds[b]) : "+Inf", cumulative);
+        }
+        sample(std::string(name) + "_sum", {}, {}, seconds(h.sum));
+        sample(std::string(name) + "_count", {}, {}, h.count);
+    }
+
+private:
+    void pair(bool first, std::string_view name, std::string_view value) {
+        if (!first)
+            out_.append(",");
+        out_.append(name).append("=\"");
+        for (const char c : value) {
+            if (c == '\\')
+                out_.append("\\\\");
+            else if (c == '"')
+                out_.append("\\\"");
+            else if (c == '\n')
+                out_.append("\\n");
+            else
+                out_.push_back(c);
+        }
+        out_.append("\"");
+    }
+    // Exact decimal seconds, no trailing zeros: 100 µs is "0.0001", 30 s is "30".
+    static std::string seconds(std::chrono::nanoseconds d) {
+        const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(d.count(), 0));
+        std::string s = std::to_string(ns / 1'000'000'000);
+        if (auto frac = ns % 1'000'000'000) {
+            std::string digits = std::to_string(frac);
+            digits.insert(0, 9 - digits.size(), '0');
+            digits.erase(digits.find_last_not_of('0') + 1);
+            s.append(".").append(digits);
+        }
+        return s;
+    }
+
+    std::string& out_;
+    std::string_view prefix_;
+    std::span<const metric_label> labels_;
+};
+
+} // namespace
+
+std::string_view to_string(acquire_outcome o) noexcept {
+    const auto i = static_cast<std::size_t>(o);
+    return i < acquire_outcome_count ? outcome_names[i] : "unknown";
+}
+
+std::string_view to_string(lease_loss l) noexcept {
+    const auto i = static_cast<std::size_t>(l);
+    return i < lease_loss_count ? loss_names[i] : "unknown";
+}
+
+std::ostream& operator<<(std::ostream& os, acquire_outcome o) {
+    return os << to_string(o);
+}
+
+std::ostream& operator<<(std::ostream& os, lease_loss l) {
+    return os << to_string(l);
+}
+
+std::size_t duration_histogram::bucket_of(duration d) noexcept {
+    return static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), d) -
+                                    bounds.begin());
+}
+
+void write_prometheus(std::string& out, const lock_stats& s, std::string_view prefix,
+                      std::span<const metric_label> labels) {
+    exposition e(out, prefix, labels);
+    e.family("acquires_total", "counter", "Lock acquisitions, by outcome.");
+    for (std::size_t i = 0; i < acquire_outcome_count; ++i)
+        e.sample("acquires_total", "outcome", outcome_names[i], s.acquires[i]);
+    e.histogram("acquire_wait_seconds", "Time from the acquire call to the grant.", s.acquire_wait);
+    e.single("lock_attempts_total", "counter", "Acquire scripts sent.", s.attempts);
+    e.family("lock_wakeups_total", "counter", "Waiting heads woken, by what woke them.");
+    e.sample("lock_wakeups_total", "by", "handoff", s.handoffs);
+    e.sample("lock_wakeups_total", "by", "pubsub", s.pubsub_wakeups);
+    e.sample("lock_wakeups_total", "by", "timer", s.timer_wakeups);
+    e.single("lock_undos_total", "counter",
+             "Grants given back (nobody waited for them, or their outcome was unknown).", s.undos);
+    e.single("lock_waiters", "gauge", "Acquisitions waiting now.", s.waiters);
+    e.single("leases_held", "gauge", "Leases held now.", s.leases_held);
+    e.single("lease_renewals_total", "counter", "Leases renewed by the watchdog.", s.renewals);
+    e.single("lease_renewal_calls_total", "counter", "Renew scripts sent by the watchdog.",
+             s.renewal_calls);
+    e.single("lease_renewal_failures_total", "counter",
+             "Lease renewals that failed and were retried.", s.renewal_failures);
+    e.histogram("lease_renewal_rtt_seconds", "Round trip of the watchdog's renew scripts.",
+                s.renewal_rtt);
+    e.family("leases_lost_total", "counter", "Held leases lost, by reason.");
+    for (std::size_t i = 0; i < lease_loss_count; ++i)
+        e.sample("leases_lost_total", "reason", loss_names[i], s.lost[i]);
+}
+
+} // namespace corolock

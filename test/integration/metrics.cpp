@@ -1,0 +1,249 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock layer's metrics and log lines against a real redis-server: after a known sequence of
+// grants, timeouts, a busy try, a cancellation, refused arguments and lost leases, every counter
+// and histogram count is exactly what happened, and the log says so without the owner id.
+#include "common/coro_test.hpp"
+#include "common/redis_process.hpp"
+#include "common/test_config.hpp"
+#include <corolock/metrics.hpp>
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using corolock::acquire_outcome;
+using corolock::error;
+using corolock::error_code;
+using corolock::lease;
+using corolock::lease_loss;
+using corolock::mutex_options;
+using corolock::test::config_for;
+using corolock::test::eventually;
+using corolock::test::log_capture;
+using corolock::test::quiet;
+using corolock::test::redis_process;
+using corolock::test::run_coroutine_test;
+using corolock::test::sleep_for;
+
+namespace {
+
+constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+
+// The owner id Redis keeps for `key` (the secret no log line may show).
+std::string owner_of(redis_process& srv, const std::string& key) {
+    const auto reply = srv.command({"HGET", key, "owner"}); // "$<n>\r\n<owner>\r\n"
+    const auto start = reply.find("\r\n") + 2;
+    return reply.substr(start, reply.size() - start - 2);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(metrics)
+
+BOOST_AUTO_TEST_CASE(every_acquisition_and_loss_is_counted_once) {
+    redis_process srv;
+    asio::io_context ioc;
+    log_capture logs;
+    corolock::connection conn(ioc.get_executor(), config_for(srv), logs.make());
+    corolock::connection peer(ioc.get_executor(), config_for(srv), quiet());
+    std::string owners; // every owner id seen in Redis, '|'-separated
+    std::uint64_t first = 0, renewed_token = 0, fixed_token = 0, bounded_token = 0;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            peer.async_run(asio::detached);
+            const auto before = corolock::get_lock_stats(conn);
+            BOOST_TEST(before.acquire_wait.count == 0u);
+
+            // 3 grants.
+            corolock::mutex free(conn, "metrics:free");
+            for (int i = 0; i < 3; ++i) {
+                lease l = co_await free.async_acquire();
+                owners += owner_of(srv, "metrics:free") + "|";
+                first = first ? first : l.token();
+                co_await l.async_release();
+            }
+            BOOST_TEST(logs.count("'metrics:free': granted after") == 3u);
+            BOOST_TEST(logs.contains(" ms, token " + std::to_string(first)));
+
+            // Held by another process: 2 timeouts, 1 busy try, 1 cancellation.
+            corolock::mutex theirs(peer, "metrics:busy");
+            lease held = co_await theirs.async_acquire();
+            corolock::mutex busy(conn, "metrics:busy");
+            for (int i = 0; i < 2; ++i) {
+                auto [ec, l] = co_await busy.async_acquire_for(30ms, tuple_deferred);
+                BOOST_TEST(ec == error::acquire_timeout);
+            }
+            lease none = co_await busy.async_try_acquire();
+            BOOST_TEST(!none);
+            asio::cancellation_signal sig;
+            bool done = false;
+            busy.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lease) {
+                BOOST_TEST(ec == asio::error::operation_aborted);
+                done = true;
+            }));
+            BOOST_TEST(co_await eventually(
+                [&] { return corolock::get_lock_stats(conn).waiters == 1u; }, 2s));
+            sig.emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await eventually([&] { return done; }, 2s));
+            co_await held.async_release();
+
+            // Refused before anything is sent: an error.
+            corolock::mutex unnamed(conn, "");
+            auto [invalid, nothing] = co_await unnamed.async_acquire(tuple_deferred);
+            BOOST_TEST(invalid == error::invalid_name);
+
+            // Lost: the key deleted from outside, found at the watchdog's renewal.
+            mutex_options o;
+            o.lease = 300ms; // renewed every 100 ms
+            corolock::mutex renewed(conn, "metrics:renewed", o);
+            lease l = co_await renewed.async_acquire();
+            owners += owner_of(srv, "metrics:renewed") + "|";
+            renewed_token = l.token();
+            BOOST_TEST(co_await eventually(
+                [&] { return corolock::get_lock_stats(conn).renewals >= 2u; }, 3s));
+            srv.command({"DEL", "metrics:renewed"});
+            auto [lost] = co_await l.async_wait_lost(tuple_deferred);
+            BOOST_TEST(lost == error::lease_lost);
+            co_await l.async_release(tuple_deferred);
+
+            // Lost at release: no watchdog, the key deleted meanwhile.
+            o.watchdog = false;
+            o.lease = 5s;
+            corolock::mutex fixed(conn, "metrics:fixed", o);
+            lease f = co_await fixed.async_acquire();
+            owners += owner_of(srv, "metrics:fixed") + "|";
+            fixed_token = f.token();
+            srv.command({"DEL", "metrics:fixed"});
+            auto [released] = co_await f.async_release(tuple_deferred);
+            BOOST_TEST(released == error::lease_lost);
+
+            // Lost at max_hold.
+            o.watchdog = true;
+            o.lease = 1s;
+            o.max_hold = 100ms;
+            corolock::mutex bounded(conn, "metrics:bounded", o);
+            lease b = co_await bounded.async_acquire();
+            bounded_token = b.token();
+            auto [held_too_long] = co_await b.async_wait_lost(tuple_deferred);
+            BOOST_TEST(held_too_long == error::max_hold_reached);
+            co_await b.async_release(tuple_deferred);
+
+            const auto s = corolock::get_lock_stats(conn);
+            BOOST_TEST(s.acquired(acquire_outcome::granted) == 6u);
+            BOOST_TEST(s.acquired(acquire_outcome::timeout) == 2u);
+            BOOST_TEST(s.acquired(acquire_outcome::busy) == 1u);
+            BOOST_TEST(s.acquired(acquire_outcome::cancelled) == 1u);
+            BOOST_TEST(s.acquired(acquire_outcome::error) == 1u);
+            // Only grants are in the wait histogram; no grant here waited anywhere near 30 s.
+            BOOST_TEST(s.acquire_wait.count == 6u);
+            BOOST_TEST(s.acquire_wait.buckets.back() == 0u);
+            BOOST_TEST((s.acquire_wait.sum > 0ns));
+            BOOST_TEST(s.lost_by(lease_loss::renewal_refused) == 1u);
+            BOOST_TEST(s.lost_by(lease_loss::release_refused) == 1u);
+            BOOST_TEST(s.lost_by(lease_loss::max_hold) == 1u);
+            BOOST_TEST(s.lost_by(lease_loss::expired) == 0u);
+            BOOST_TEST(s.lost_by(lease_loss::connection_stopped) == 0u);
+            BOOST_TEST(s.leases_lost == 3u);
+            // Every renew script was answered: each one renewed its single lease, or found it
+            // gone (once). (The max_hold lease, 1 s, was lost before its first renewal.)
+            BOOST_TEST(s.renewals >= 2u);
+            BOOST_TEST(s.renewal_calls == s.renewals + 1);
+            BOOST_TEST(s.renewal_rtt.count == s.renewal_calls);
+            BOOST_TEST(s.renewal_failures == 0u);
+            BOOST_TEST(s.leases_held == 0u);
+            BOOST_TEST(s.waiters == 0u);
+
+            std::string text;
+            corolock::write_prometheus(text, s);
+            BOOST_TEST(text.find("corolock_acquires_total{outcome=\"timeout\"} 2\n") !=
+                       std::string::npos);
+            BOOST_TEST(text.find("corolock_leases_lost_total{reason=\"max_hold\"} 1\n") !=
+                       std::string::npos);
+            BOOST_TEST(text.find("corolock_acquire_wait_seconds_count 6\n") != std::string::npos);
+            conn.cancel();
+            peer.cancel();
+        }(),
+        30s);
+
+    BOOST_TEST(logs.count("'metrics:busy': timeout after") == 2u);
+    BOOST_TEST(logs.count("'metrics:busy': busy after") == 1u);
+    BOOST_TEST(logs.count("'metrics:busy': cancelled after") == 1u);
+    BOOST_TEST(logs.count("'': error after") == 1u);
+    const auto lost_line = [](std::string_view name, std::uint64_t token, std::string_view why) {
+        return "'" + std::string(name) + "': lease lost, token " + std::to_string(token) + " (" +
+               std::string(why) + ": ";
+    };
+    BOOST_TEST(logs.count(lost_line("metrics:renewed", renewed_token, "renewal_refused")) == 1u);
+    BOOST_TEST(logs.count(lost_line("metrics:fixed", fixed_token, "release_refused")) == 1u);
+    BOOST_TEST(logs.count(lost_line("metrics:bounded", bounded_token, "max_hold")) == 1u);
+    // The owner id is the secret that releases the lock: never in a log line.
+    std::size_t checked = 0;
+    for (std::size_t at = 0, bar; (bar = owners.find('|', at)) != std::string::npos;
+         at = bar + 1, ++checked) {
+        const auto owner = owners.substr(at, bar - at);
+        BOOST_TEST_REQUIRE(owner.size() >= 16u);
+        BOOST_TEST(logs.count(owner) == 0u);
+    }
+    BOOST_TEST(checked == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(leases_held_at_stop_are_lost_by_connection_stopped) {
+    redis_process srv;
+    asio::io_context ioc;
+    log_capture logs;
+    corolock::connection conn(ioc.get_executor(), config_for(srv), logs.make());
+    std::uint64_t token = 0;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            corolock::mutex m(conn, "metrics:stopped");
+            lease l = co_await m.async_acquire();
+            token = l.token();
+            BOOST_TEST(corolock::get_lock_stats(conn).leases_held == 1u);
+            conn.cancel();
+            auto [ec] = co_await l.async_wait_lost(tuple_deferred);
+            BOOST_TEST(ec == error::lease_lost);
+            const auto s = corolock::get_lock_stats(conn);
+            BOOST_TEST(s.lost_by(lease_loss::connection_stopped) == 1u);
+            BOOST_TEST(s.leases_lost == 1u);
+            BOOST_TEST(s.leases_held == 0u);
+        }(),
+        30s);
+    BOOST_TEST(logs.count("lease lost, token " + std::to_string(token) + " (connection_stopped") ==
+               1u);
+}
+
+BOOST_AUTO_TEST_CASE(debug_lines_only_at_debug_level) {
+    redis_process srv;
+    asio::io_context ioc;
+    log_capture logs;
+    corolock::connection conn(ioc.get_executor(), config_for(srv),
+                              logs.make(corolock::logger::level::info));
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            corolock::mutex m(conn, "metrics:quiet");
+            lease l = co_await m.async_acquire();
+            co_await l.async_release();
+            BOOST_TEST(corolock::get_lock_stats(conn).acquired(acquire_outcome::granted) == 1u);
+            conn.cancel();
+        }(),
+        30s);
+    BOOST_TEST(!logs.contains("granted"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

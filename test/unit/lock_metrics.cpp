@@ -1,0 +1,243 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock layer's counters and their Prometheus text: bucketing at the edges, the snapshot's
+// consistency, the outcome and loss classification, and the exact exposition of a snapshot.
+#include "detail/lock_metrics.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using corolock::acquire_outcome;
+using corolock::duration_histogram;
+using corolock::error;
+using corolock::error_code;
+using corolock::lease_loss;
+using corolock::detail::atomic_histogram;
+namespace detail = corolock::detail;
+using corolock::detail::outcome_of;
+using corolock::detail::renewal_loss;
+
+BOOST_AUTO_TEST_SUITE(lock_metrics)
+
+BOOST_AUTO_TEST_CASE(bounds_are_increasing_from_100us_to_30s) {
+    const auto& b = duration_histogram::bounds;
+    BOOST_TEST((b.front() == 100us));
+    BOOST_TEST((b.back() == 30s));
+    for (std::size_t i = 1; i < b.size(); ++i)
+        BOOST_TEST((b[i - 1] < b[i]));
+}
+
+BOOST_AUTO_TEST_CASE(a_sample_on_a_bound_falls_in_that_bound_s_bucket) {
+    BOOST_TEST(duration_histogram::bucket_of(0ns) == 0u);
+    BOOST_TEST(duration_histogram::bucket_of(100us) == 0u); // le is inclusive
+    BOOST_TEST(duration_histogram::bucket_of(100us + 1ns) == 1u);
+    BOOST_TEST(duration_histogram::bucket_of(1ms) == 3u);
+    BOOST_TEST(duration_histogram::bucket_of(1001us) == 4u);
+    BOOST_TEST(duration_histogram::bucket_of(2500us) == 4u);
+    BOOST_TEST(duration_histogram::bucket_of(1s) == 12u);
+    BOOST_TEST(duration_histogram::bucket_of(30s) == 16u);
+    BOOST_TEST(duration_histogram::bucket_of(30s + 1ns) == 17u); // +Inf
+    BOOST_TEST(duration_histogram::bucket_of(std::chrono::hours(24 * 365)) == 17u);
+}
+
+BOOST_AUTO_TEST_CASE(snapshot_count_and_sum_match_the_samples) {
+    atomic_histogram h;
+    h.observe(50us);
+    h.observe(100us);
+    h.observe(3ms);
+    h.observe(-5ms); // a clock that went back counts as zero
+    h.observe(1min);
+    const auto s = h.snapshot();
+    BOOST_TEST(s.count == 5u);
+    BOOST_TEST(s.buckets[0] == 3u);
+    BOOST_TEST(s.buckets[5] == 1u);
+    BOOST_TEST(s.buckets[17] == 1u);
+    BOOST_TEST((s.sum == 50us + 100us + 3ms + 1min));
+}
+
+BOOST_AUTO_TEST_CASE(threads_lose_no_sample) {
+    detail::lock_metrics m;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&m] {
+            for (int i = 0; i < 10'000; ++i)
+                m.acquired(acquire_outcome::granted, std::chrono::microseconds(i));
+        });
+    for (auto& t : threads)
+        t.join();
+    const auto s = m.snapshot();
+    BOOST_TEST(s.acquired(acquire_outcome::granted) == 40'000u);
+    BOOST_TEST(s.acquire_wait.count == 40'000u);
+}
+
+BOOST_AUTO_TEST_CASE(only_grants_enter_the_wait_histogram) {
+    detail::lock_metrics m;
+    m.acquired(acquire_outcome::granted, 2ms);
+    m.acquired(acquire_outcome::timeout, 5s);
+    m.acquired(acquire_outcome::busy, 1ms);
+    m.acquired(acquire_outcome::cancelled, 1s);
+    m.acquired(acquire_outcome::error, 0ns);
+    m.lease_lost(lease_loss::max_hold);
+    m.lease_lost(lease_loss::max_hold);
+    m.lease_lost(lease_loss::expired);
+    const auto s = m.snapshot();
+    BOOST_TEST(s.acquire_wait.count == 1u);
+    BOOST_TEST((s.acquire_wait.sum == 2ms));
+    for (auto o : {acquire_outcome::granted, acquire_outcome::timeout, acquire_outcome::busy,
+                   acquire_outcome::cancelled, acquire_outcome::error})
+        BOOST_TEST(s.acquired(o) == 1u, o);
+    BOOST_TEST(s.lost_by(lease_loss::max_hold) == 2u);
+    BOOST_TEST(s.lost_by(lease_loss::expired) == 1u);
+    BOOST_TEST(s.leases_lost == 3u); // the total
+}
+
+BOOST_AUTO_TEST_CASE(outcomes_from_completions) {
+    BOOST_TEST(outcome_of({}, true) == acquire_outcome::granted);
+    BOOST_TEST(outcome_of({}, false) == acquire_outcome::busy);
+    BOOST_TEST(outcome_of(error::acquire_timeout, false) == acquire_outcome::timeout);
+    BOOST_TEST(outcome_of(boost::asio::error::operation_aborted, false) ==
+               acquire_outcome::cancelled);
+    BOOST_TEST(outcome_of(error::not_connected, false) == acquire_outcome::error);
+    BOOST_TEST(outcome_of(error::replicas_not_synced, false) == acquire_outcome::error);
+}
+
+BOOST_AUTO_TEST_CASE(loss_reasons_from_renewals) {
+    BOOST_TEST(renewal_loss(error::lease_lost, false) == lease_loss::renewal_refused);
+    BOOST_TEST(renewal_loss(error::lease_lost, true) == lease_loss::expired); // answered late
+    BOOST_TEST(renewal_loss(error::replicas_not_synced, true) == lease_loss::replicas_not_synced);
+}
+
+BOOST_AUTO_TEST_CASE(names_of_outcomes_and_reasons) {
+    BOOST_TEST(to_string(acquire_outcome::busy) == "busy");
+    BOOST_TEST(to_string(lease_loss::connection_stopped) == "connection_stopped");
+    BOOST_TEST(to_string(static_cast<lease_loss>(99)) == "unknown");
+}
+
+BOOST_AUTO_TEST_CASE(prometheus_text_of_a_snapshot) {
+    detail::lock_metrics m;
+    m.attempts = 9;
+    m.pubsub_wakeups = 2;
+    m.handoffs = 3;
+    m.timer_wakeups = 1;
+    m.renewals = 4;
+    m.renewal_calls = 3;
+    m.renewal_failures = 1;
+    m.undos = 1;
+    m.leases_held = 2;
+    m.waiters = 5;
+    m.acquired(acquire_outcome::granted, 120us);
+    m.acquired(acquire_outcome::granted, 1500ms);
+    m.acquired(acquire_outcome::timeout, 2s);
+    m.lease_lost(lease_loss::renewal_refused);
+    m.renewal_rtt.observe(250us);
+    m.renewal_rtt.observe(40s);
+    m.renewal_rtt.observe(std::chrono::nanoseconds(1'000'000'001));
+    const corolock::metric_label labels[] = {{"conn", "a\"b\\c\nd"}};
+    std::string out = "# before\n";
+    corolock::write_prometheus(out, m.snapshot(), "app_lock", labels);
+    const std::string expected = R"(# before
+# HELP app_lock_acquires_total Lock acquisitions, by outcome.
+# TYPE app_lock_acquires_total counter
+app_lock_acquires_total{conn="a\"b\\c\nd",outcome="granted"} 2
+app_lock_acquires_total{conn="a\"b\\c\nd",outcome="busy"} 0
+app_lock_acquires_total{conn="a\"b\\c\nd",outcome="timeout"} 1
+app_lock_acquires_total{conn="a\"b\\c\nd",outcome="cancelled"} 0
+app_lock_acquires_total{conn="a\"b\\c\nd",outcome="error"} 0
+# HELP app_lock_acquire_wait_seconds Time from the acquire call to the grant.
+# TYPE app_lock_acquire_wait_seconds histogram
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.0001"} 0
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.00025"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.0005"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.001"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.0025"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.005"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.01"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.025"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.05"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.1"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.25"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.5"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="1"} 1
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="2.5"} 2
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="5"} 2
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="10"} 2
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="30"} 2
+app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="+Inf"} 2
+app_lock_acquire_wait_seconds_sum{conn="a\"b\\c\nd"} 1.50012
+app_lock_acquire_wait_seconds_count{conn="a\"b\\c\nd"} 2
+# HELP app_lock_lock_attempts_total Acquire scripts sent.
+# TYPE app_lock_lock_attempts_total counter
+app_lock_lock_attempts_total{conn="a\"b\\c\nd"} 9
+# HELP app_lock_lock_wakeups_total Waiting heads woken, by what woke them.
+# TYPE app_lock_lock_wakeups_total counter
+app_lock_lock_wakeups_total{conn="a\"b\\c\nd",by="handoff"} 3
+app_lock_lock_wakeups_total{conn="a\"b\\c\nd",by="pubsub"} 2
+app_lock_lock_wakeups_total{conn="a\"b\\c\nd",by="timer"} 1
+# HELP app_lock_lock_undos_total Grants given back (nobody waited for them, or their outcome was unknown).
+# TYPE app_lock_lock_undos_total counter
+app_lock_lock_undos_total{conn="a\"b\\c\nd"} 1
+# HELP app_lock_lock_waiters Acquisitions waiting now.
+# TYPE app_lock_lock_waiters gauge
+app_lock_lock_waiters{conn="a\"b\\c\nd"} 5
+# HELP app_lock_leases_held Leases held now.
+# TYPE app_lock_leases_held gauge
+app_lock_leases_held{conn="a\"b\\c\nd"} 2
+# HELP app_lock_lease_renewals_total Leases renewed by the watchdog.
+# TYPE app_lock_lease_renewals_total counter
+app_lock_lease_renewals_total{conn="a\"b\\c\nd"} 4
+# HELP app_lock_lease_renewal_calls_total Renew scripts sent by the watchdog.
+# TYPE app_lock_lease_renewal_calls_total counter
+app_lock_lease_renewal_calls_total{conn="a\"b\\c\nd"} 3
+# HELP app_lock_lease_renewal_failures_total Lease renewals that failed and were retried.
+# TYPE app_lock_lease_renewal_failures_total counter
+app_lock_lease_renewal_failures_total{conn="a\"b\\c\nd"} 1
+# HELP app_lock_lease_renewal_rtt_seconds Round trip of the watchdog's renew scripts.
+# TYPE app_lock_lease_renewal_rtt_seconds histogram
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.0001"} 0
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.00025"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.0005"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.001"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.0025"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.005"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.01"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.025"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.05"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.1"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.25"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="0.5"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="1"} 1
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="2.5"} 2
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="5"} 2
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="10"} 2
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="30"} 2
+app_lock_lease_renewal_rtt_seconds_bucket{conn="a\"b\\c\nd",le="+Inf"} 3
+app_lock_lease_renewal_rtt_seconds_sum{conn="a\"b\\c\nd"} 41.000250001
+app_lock_lease_renewal_rtt_seconds_count{conn="a\"b\\c\nd"} 3
+# HELP app_lock_leases_lost_total Held leases lost, by reason.
+# TYPE app_lock_leases_lost_total counter
+app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="expired"} 0
+app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="renewal_refused"} 1
+app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="release_refused"} 0
+app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="max_hold"} 0
+app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="replicas_not_synced"} 0
+app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="connection_stopped"} 0
+)";
+    BOOST_TEST(out == expected);
+}
+
+BOOST_AUTO_TEST_CASE(no_labels_no_braces) {
+    corolock::lock_stats s;
+    s.leases_held = 7;
+    std::string out;
+    corolock::write_prometheus(out, s);
+    BOOST_TEST(out.find("\ncorolock_leases_held 7\n") != std::string::npos);
+    BOOST_TEST(out.find("\ncorolock_lock_attempts_total 0\n") != std::string::npos);
+    BOOST_TEST(out.find("corolock_acquires_total{outcome=\"granted\"} 0\n") != std::string::npos);
+    BOOST_TEST(out.find("{}") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
