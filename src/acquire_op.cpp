@@ -8,7 +8,7 @@
 namespace corolock::detail {
 
 acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h)
-    : core_(std::move(core)), svc_(*core_->svc), fsm_(p), handler_(std::move(h)),
+    : core_(std::move(core)), svc_(*core_->svc), fsm_(p), once_(p.once), handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(tracked_work(handler_executor(handler_, spec().io.executor()))),
       timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()) {
@@ -51,8 +51,9 @@ void acquire_op::act(const acquire_action& a) {
 void acquire_op::send_attempt() {
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
-    spec().io.eval(acquire_script(), spec().name, req_, resp_,
-                   [self = shared_from_this()](error_code ec) { self->on_reply(ec); });
+    spec().io.eval(
+        acquire_script(), spec().name, req_, resp_,
+        [self = shared_from_this()](error_code ec) { self->on_reply(ec); }, once_);
 }
 
 void acquire_op::on_reply(error_code ec) {
@@ -76,13 +77,13 @@ void acquire_op::on_reply(error_code ec) {
     const auto a = fsm_.on_reply(clock::now(), r, head(), woken(), svc_.rng());
     if (a.complete && a.ec == error::replicas_not_synced)
         spec().io.log().log(logger::level::warning, describe(spec()) +
-                                                           "grant given back: WAIT saw " +
-                                                           std::to_string(r.acks) + " of " +
-                                                           spec().wait_replicas + " replicas");
+                                                        "grant given back: WAIT saw " +
+                                                        std::to_string(r.acks) + " of " +
+                                                        spec().wait_replicas + " replicas");
     else if (a.give_back && r.what == attempt_reply::kind::granted)
         spec().io.log().log(logger::level::info,
-                               "corolock: a grant arrived after its lease deadline or after the "
-                               "caller stopped waiting; it is given back");
+                            "corolock: a grant arrived after its lease deadline or after the "
+                            "caller stopped waiting; it is given back");
     act(a);
 }
 

@@ -249,10 +249,9 @@ void cluster_impl::apply(slot_table fresh) {
     open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
 }
 
-awaitable<std::tuple<error_code, std::size_t>> cluster_impl::route(std::uint16_t slot,
-                                                                   const request& req,
-                                                                   const request* eval,
-                                                                   response_adapter out) {
+awaitable<std::tuple<error_code, std::size_t>>
+cluster_impl::route(std::uint16_t slot, const request& req, const request* eval,
+                    response_adapter out, bool try_once) {
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
     redirect_policy policy(cfg_.max_redirects);
     std::optional<cluster_node> ask; // one-shot: the next attempt goes there with ASKING
@@ -331,6 +330,8 @@ awaitable<std::tuple<error_code, std::size_t>> cluster_impl::route(std::uint16_t
             ask = d.target.node;
             break;
         case redirect_policy::action::retry_later:
+            if (try_once && text.starts_with("TRYAGAIN"))
+                co_return std::tuple{error_code(error::try_again), bytes};
             retries_.fetch_add(1, std::memory_order_relaxed);
             delay.expires_after(cfg_.try_again_delay);
             co_await delay.async_wait(nothrow);
@@ -381,17 +382,19 @@ error_code cluster_impl::replay(const generic_response& resp, std::size_t skip,
     return ec;
 }
 
-void cluster_impl::start_route(
-    std::uint16_t slot, std::shared_ptr<const request> req, std::shared_ptr<const request> eval,
-    response_adapter out, asio::any_completion_handler<void(error_code, std::size_t)> handler) {
+void cluster_impl::start_route(std::uint16_t slot, std::shared_ptr<const request> req,
+                               std::shared_ptr<const request> eval, response_adapter out,
+                               asio::any_completion_handler<void(error_code, std::size_t)> handler,
+                               bool try_once) {
     auto cslot = asio::get_associated_cancellation_slot(handler);
     auto body = [](std::shared_ptr<cluster_impl> self, std::uint16_t slot,
                    std::shared_ptr<const request> req, std::shared_ptr<const request> eval,
-                   response_adapter out) -> awaitable<std::tuple<error_code, std::size_t>> {
-        co_return co_await self->route(slot, *req, eval.get(), out);
+                   response_adapter out,
+                   bool try_once) -> awaitable<std::tuple<error_code, std::size_t>> {
+        co_return co_await self->route(slot, *req, eval.get(), out, try_once);
     };
     asio::co_spawn(
-        strand_, body(shared_from_this(), slot, std::move(req), std::move(eval), out),
+        strand_, body(shared_from_this(), slot, std::move(req), std::move(eval), out, try_once),
         asio::bind_cancellation_slot(
             cslot, [ex = user_ex_, h = std::move(handler)](
                        std::exception_ptr ep, std::tuple<error_code, std::size_t> r) mutable {
@@ -492,8 +495,7 @@ void cluster_impl::resubscribe(const std::string& channel, bool moved) {
         return subscribe_now(channel, false);
     asio::co_spawn(
         strand_,
-        [](std::shared_ptr<cluster_impl> self, std::string channel,
-           bool moved) -> awaitable<void> {
+        [](std::shared_ptr<cluster_impl> self, std::string channel, bool moved) -> awaitable<void> {
             co_await self->refresh();
             self->subscribe_now(channel, moved);
         }(shared_from_this(), channel, moved),
@@ -513,9 +515,8 @@ void cluster_impl::subscribe_now(const std::string& channel, bool again) {
             unregister_at(s.node, channel, s.relay);
         s.node = conn;
         if (conn)
-            asio::post(conn->strand(), [conn, channel, relay = s.relay] {
-                conn->add_listener(channel, relay);
-            });
+            asio::post(conn->strand(),
+                       [conn, channel, relay = s.relay] { conn->add_listener(channel, relay); });
     }
 }
 

@@ -281,35 +281,35 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : connection::make_evalsha(release_script(), keys, args));
-    io_.eval(
-        release_script(), s->spec->name, call->req, call->resp,
-        [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
-            bool released = false;
-            if (!ec)
-                ec = decode_release(call->resp, released);
-            if (!released) // no message will come for this release
-                if (auto it = self->queues_.find(s->spec->name);
-                    it != self->queues_.end() && it->second.own_releases > 0)
-                    --it->second.own_releases;
-            if (!ec && !released) {
-                // Gone or taken before we released: the section may have overlapped.
-                ec = error::lease_lost;
-                self->stats_.lease_lost(lease_loss::release_refused);
-                self->log().log(logger::level::warning,
-                                describe(*s->spec) + "lease lost, token " +
-                                    std::to_string(s->token) +
-                                    " (release_refused: found expired or taken at release)");
-            } else if (ec) {
-                // Aborted or not connected: the connection is stopped by its owner.
-                self->log().log(ec == asio::error::operation_aborted || ec == error::not_connected
-                                    ? logger::level::debug
-                                    : logger::level::warning,
-                                describe(*s->spec) + "release failed (" + ec.message() +
-                                    "); the key expires with its lease");
-            }
-            if (done)
-                deliver(std::move(done), self->io_.executor(), ec);
-        });
+    io_.eval(release_script(), s->spec->name, call->req, call->resp,
+             [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
+                 bool released = false;
+                 if (!ec)
+                     ec = decode_release(call->resp, released);
+                 if (!released) // no message will come for this release
+                     if (auto it = self->queues_.find(s->spec->name);
+                         it != self->queues_.end() && it->second.own_releases > 0)
+                         --it->second.own_releases;
+                 if (!ec && !released) {
+                     // Gone or taken before we released: the section may have overlapped.
+                     ec = error::lease_lost;
+                     self->stats_.lease_lost(lease_loss::release_refused);
+                     self->log().log(logger::level::warning,
+                                     describe(*s->spec) + "lease lost, token " +
+                                         std::to_string(s->token) +
+                                         " (release_refused: found expired or taken at release)");
+                 } else if (ec) {
+                     // Aborted or not connected: the connection is stopped by its owner.
+                     self->log().log(ec == asio::error::operation_aborted ||
+                                             ec == error::not_connected
+                                         ? logger::level::debug
+                                         : logger::level::warning,
+                                     describe(*s->spec) + "release failed (" + ec.message() +
+                                         "); the key expires with its lease");
+                 }
+                 if (done)
+                     deliver(std::move(done), self->io_.executor(), ec);
+             });
     if (hand_over)
         hand_off(s->spec->name);
 }
@@ -406,7 +406,9 @@ void lock_service::run_watchdog() {
         lose(*s, why, why == error::max_hold_reached ? lease_loss::max_hold : lease_loss::expired);
     // Batches of up to 100 leases; on a cluster, one slot per batch (a script's keys must share
     // a slot there).
-    const auto slot_of = [](const std::shared_ptr<lease_state>& s) { return key_slot(s->spec->name); };
+    const auto slot_of = [](const std::shared_ptr<lease_state>& s) {
+        return key_slot(s->spec->name);
+    };
     if (io_.sharded())
         std::stable_sort(due.begin(), due.end(),
                          [&](const auto& a, const auto& b) { return slot_of(a) < slot_of(b); });

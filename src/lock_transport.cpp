@@ -38,14 +38,15 @@ lock_transport::lock_transport(std::shared_ptr<cluster_impl> c)
 
 void lock_transport::eval_routed(const script& s, std::string_view key, const request& req,
                                  generic_response& resp,
-                                 asio::any_completion_handler<void(error_code)> done) const {
+                                 asio::any_completion_handler<void(error_code)> done,
+                                 bool try_once) const {
     // `req` outlives the call (the caller's `done` owns it): an alias, not a copy.
     std::shared_ptr<const request> alias(std::shared_ptr<void>(), &req);
-    cluster_->start_route(key_slot(key), std::move(alias), eval_form(s, req), make_adapter(resp),
-                          asio::bind_executor(strand_, [d = std::move(done)](
-                                                           error_code ec, std::size_t) mutable {
-                              std::move(d)(ec);
-                          }));
+    cluster_->start_route(
+        key_slot(key), std::move(alias), eval_form(s, req), make_adapter(resp),
+        asio::bind_executor(strand_, [d = std::move(done)](
+                                         error_code ec, std::size_t) mutable { std::move(d)(ec); }),
+        try_once);
 }
 
 void lock_transport::exec(std::string_view key, std::shared_ptr<const request> req,
@@ -56,8 +57,8 @@ void lock_transport::exec(std::string_view key, std::shared_ptr<const request> r
     cluster_->start_route(key_slot(key), std::move(req), nullptr, out, std::move(h));
 }
 
-void lock_transport::start_eval(const script& s, std::string_view key,
-                                std::shared_ptr<request> req, generic_response& resp,
+void lock_transport::start_eval(const script& s, std::string_view key, std::shared_ptr<request> req,
+                                generic_response& resp,
                                 asio::any_completion_handler<void(error_code)> h) const {
     if (conn_)
         return detail::start_eval(conn_, s, std::move(req), resp, std::move(h));

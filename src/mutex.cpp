@@ -73,9 +73,8 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
         // Fails before anything is sent, and never inline.
         core_->svc->stats_.acquired(acquire_outcome::error, {});
         if (spec.io.log().enabled(logger::level::debug))
-            spec.io.log().log(logger::level::debug, detail::describe(spec) +
-                                                           "error after 0 ms (" + ec.message() +
-                                                           ")");
+            spec.io.log().log(logger::level::debug,
+                              detail::describe(spec) + "error after 0 ms (" + ec.message() + ")");
         return deliver(std::move(h), spec.io.executor(), ec, lease{});
     }
     detail::acquire_params p;
@@ -116,9 +115,8 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
             ec = detail::decode_integer(*resp, v);
         std::move(h)(ec, v);
     };
-    spec.io.exec(
-        spec.name, req, detail::make_adapter(*resp),
-        asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(done))));
+    spec.io.exec(spec.name, req, detail::make_adapter(*resp),
+                 asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(done))));
 }
 
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {

@@ -74,8 +74,8 @@ COROLOCK_DECL lock_stats get_lock_stats(cluster& c);
 /// scripts.
 ///
 /// Thread safety: every member function may be called from any thread, concurrently.
-/// Lifetime: the connection (or cluster) must outlive the mutex. Destroying the mutex cancels its pending
-/// acquires (they complete with `operation_aborted`); leases already given out live on.
+/// Lifetime: the connection (or cluster) must outlive the mutex. Destroying the mutex cancels its
+/// pending acquires (they complete with `operation_aborted`); leases already given out live on.
 class COROLOCK_DECL mutex {
 public:
     using executor_type = boost::asio::any_io_executor;

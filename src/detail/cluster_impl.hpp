@@ -43,9 +43,11 @@ public:
     // Sends `req` to the master of `slot` (posts to the strand), following redirects; `eval`
     // (may be null) is the EVAL form sent on NOSCRIPT. The replies of the last attempt go to
     // `out`.
+    // `try_once`: TRYAGAIN fails with error::try_again instead of waiting (a try-acquire).
     void start_route(std::uint16_t slot, std::shared_ptr<const request> req,
                      std::shared_ptr<const request> eval, response_adapter out,
-                     boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
+                     boost::asio::any_completion_handler<void(error_code, std::size_t)> handler,
+                     bool try_once = false);
 
     // --- strand only
     // The connection to a master (opened and started on first use).
@@ -85,7 +87,8 @@ private:
     boost::asio::awaitable<error_code> refresh_once();
     void apply(slot_table fresh);
     boost::asio::awaitable<std::tuple<error_code, std::size_t>>
-    route(std::uint16_t slot, const request& req, const request* eval, response_adapter out);
+    route(std::uint16_t slot, const request& req, const request* eval, response_adapter out,
+          bool try_once);
     // The error text that decides a re-send, or empty when some command of the request may have
     // run (see redirect_policy).
     static std::string redirect_text(const generic_response& resp, std::size_t skip);

@@ -7,9 +7,9 @@
 
 #include "acquire_fsm.hpp"
 #include "connection_impl.hpp"
-#include "lock_transport.hpp"
 #include "lease_table.hpp"
 #include "lock_metrics.hpp"
+#include "lock_transport.hpp"
 #include "owner_id.hpp"
 #include "waiter_queue.hpp"
 #include <corolock/lease.hpp>

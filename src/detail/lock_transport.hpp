@@ -33,14 +33,16 @@ public:
 
     // Strand only. Runs a lock script whose keys share `key`'s slot: `req` as built (EVALSHA,
     // then EVAL once on NOSCRIPT; or EVAL), then `done(ec)` on the strand. `s`, `req` and `resp`
-    // must live until then (`done` may own them).
+    // must live until then (`done` may own them). `try_once`: on a cluster, a slot being
+    // migrated (TRYAGAIN) fails with error::try_again instead of being waited out.
     template <class Done>
     void eval(const script& s, std::string_view key, const request& req, generic_response& resp,
-              Done done) const {
+              Done done, bool try_once = false) const {
         if (conn_)
             return eval_on_strand(*conn_, s, req, resp, std::move(done));
         eval_routed(s, key, req, resp,
-                    boost::asio::any_completion_handler<void(error_code)>(std::move(done)));
+                    boost::asio::any_completion_handler<void(error_code)>(std::move(done)),
+                    try_once);
     }
 
     // Any thread: a user's request (start_exec / start_eval of the connection, routed by `key` on
@@ -58,7 +60,8 @@ public:
 private:
     void eval_routed(const script& s, std::string_view key, const request& req,
                      generic_response& resp,
-                     boost::asio::any_completion_handler<void(error_code)> done) const;
+                     boost::asio::any_completion_handler<void(error_code)> done,
+                     bool try_once) const;
 
     std::shared_ptr<connection_impl> conn_;
     std::shared_ptr<cluster_impl> cluster_;

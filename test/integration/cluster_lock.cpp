@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(held_lease_survives_reshard_of_its_slot) {
             co_await sleep_for(300ms); // B waits, subscribed at `from`
             c.reshard(from, *to, 50);
             BOOST_TEST(to->command({"EXISTS", name}) == ":1\r\n"); // the key moved
-            co_await sleep_for(2500ms); // almost three leases
+            co_await sleep_for(2500ms);                            // almost three leases
             BOOST_TEST(la.valid());
             BOOST_TEST(!la.lost());
             BOOST_TEST(corolock::get_lock_stats(a_cl).leases_lost == 0u);
@@ -222,6 +222,61 @@ BOOST_AUTO_TEST_CASE(leases_in_many_slots_keep_renewing) {
                 BOOST_TEST(!rec, rec.message());
             }
             BOOST_TEST(corolock::get_lock_stats(cl).leases_held == 0u);
+            cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// A free lock whose slot is being migrated while its fence key is still on the source: the
+// acquire script's keys are split between the nodes, and the source answers TRYAGAIN. A try
+// says so (error::try_again, never "held by another"); a waiting acquire completes once the
+// migration ends.
+BOOST_AUTO_TEST_CASE(try_acquire_in_a_split_migration_says_try_again) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::string name = "lock:split";
+    const auto fence = "{lock:split}:fence";
+    const auto slot = std::to_string(key_slot(name));
+    auto& src = c.master_of(key_slot(name));
+    redis_process* dst = &c.master_of(16383);
+    if (dst == &src)
+        dst = &c.master_of(0);
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(cl, name);
+            auto [ec, l] = co_await m.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!ec, ec.message());
+            co_await l.async_release(tuple_deferred);
+            BOOST_TEST(src.command({"EXISTS", fence}) == ":1\r\n"); // kept for fencing
+            BOOST_TEST(dst->command({"CLUSTER", "SETSLOT", slot, "IMPORTING", c.id(src)}) ==
+                       "+OK\r\n");
+            BOOST_TEST(src.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", c.id(*dst)}) ==
+                       "+OK\r\n");
+            auto [tec, tl] = co_await m.async_try_acquire(tuple_deferred);
+            BOOST_TEST(tec == corolock::error::try_again, tec.message());
+            BOOST_TEST(!tl.valid());
+            // Nothing was granted: the source, lacking the key, redirects a plain EXISTS.
+            BOOST_TEST(src.command({"EXISTS", name}).starts_with("-ASK"));
+            // The migration ends while an acquire waits it out.
+            auto finish = [&]() -> awaitable<void> {
+                co_await sleep_for(300ms);
+                BOOST_TEST(src.command({"MIGRATE", "127.0.0.1", std::to_string(dst->port()), "",
+                                        "0", "5000", "KEYS", fence}) == "+OK\r\n");
+                for (auto* n : {dst, &src})
+                    BOOST_TEST(n->command({"CLUSTER", "SETSLOT", slot, "NODE", c.id(*dst)}) ==
+                               "+OK\r\n");
+            };
+            asio::co_spawn(ioc, finish(), asio::detached);
+            auto [wec, wl] = co_await m.async_acquire_for(10s, tuple_deferred);
+            BOOST_TEST_REQUIRE(!wec, wec.message());
+            BOOST_TEST(dst->command({"EXISTS", name}) == ":1\r\n");
+            BOOST_TEST(cl.stats().retries >= 1u);
+            co_await wl.async_release(tuple_deferred);
             cl.cancel();
         }(),
         60s, 1, corolock::test::drain_check::off);
