@@ -8,10 +8,10 @@
 namespace corolock::detail {
 
 acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h)
-    : core_(std::move(core)), svc_(*core_->svc), fsm_(p), handler_(std::move(h)),
+    : core_(std::move(core)), svc_(*core_->svc), fsm_(p), once_(p.once), handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
-      handler_ex_(tracked_work(handler_executor(handler_, spec().conn->executor()))),
-      timer_(spec().conn->strand()), started_(clock::now()), owner_(random_owner_id()) {
+      handler_ex_(tracked_work(handler_executor(handler_, spec().io.executor()))),
+      timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()) {
     const std::string_view keys[] = {spec().name, spec().fence_key};
     const std::string_view args[] = {
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
@@ -51,8 +51,9 @@ void acquire_op::act(const acquire_action& a) {
 void acquire_op::send_attempt() {
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
-    eval_on_strand(*spec().conn, acquire_script(), req_, resp_,
-                   [self = shared_from_this()](error_code ec) { self->on_reply(ec); });
+    spec().io.eval(
+        acquire_script(), spec().name, req_, resp_,
+        [self = shared_from_this()](error_code ec) { self->on_reply(ec); }, once_);
 }
 
 void acquire_op::on_reply(error_code ec) {
@@ -75,14 +76,14 @@ void acquire_op::on_reply(error_code ec) {
     }
     const auto a = fsm_.on_reply(clock::now(), r, head(), woken(), svc_.rng());
     if (a.complete && a.ec == error::replicas_not_synced)
-        spec().conn->log().log(logger::level::warning, describe(spec()) +
-                                                           "grant given back: WAIT saw " +
-                                                           std::to_string(r.acks) + " of " +
-                                                           spec().wait_replicas + " replicas");
+        spec().io.log().log(logger::level::warning, describe(spec()) +
+                                                        "grant given back: WAIT saw " +
+                                                        std::to_string(r.acks) + " of " +
+                                                        spec().wait_replicas + " replicas");
     else if (a.give_back && r.what == attempt_reply::kind::granted)
-        spec().conn->log().log(logger::level::info,
-                               "corolock: a grant arrived after its lease deadline or after the "
-                               "caller stopped waiting; it is given back");
+        spec().io.log().log(logger::level::info,
+                            "corolock: a grant arrived after its lease deadline or after the "
+                            "caller stopped waiting; it is given back");
     act(a);
 }
 
@@ -120,7 +121,7 @@ void acquire_op::complete(error_code ec, bool granted) {
     const auto outcome = outcome_of(ec, granted);
     const auto waited = clock::now() - started_;
     svc_.stats_.acquired(outcome, waited);
-    if (const auto& log = spec().conn->log(); log.enabled(logger::level::debug)) {
+    if (const auto& log = spec().io.log(); log.enabled(logger::level::debug)) {
         // Never the owner id: it is the secret that releases the lock.
         auto line = describe(spec()) + std::string(to_string(outcome)) + " after " +
                     std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
@@ -137,7 +138,7 @@ void acquire_op::complete(error_code ec, bool granted) {
         svc_.watch(st, fsm_.sent());
         out = lease_access::make(std::move(st));
     }
-    deliver_on(handler_ex_, std::move(handler_), spec().conn->executor(), ec, std::move(out));
+    deliver_on(handler_ex_, std::move(handler_), spec().io.executor(), ec, std::move(out));
     handler_ex_ = {};
     auto& p = core_->pending;
     auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });

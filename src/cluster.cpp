@@ -116,6 +116,14 @@ void cluster_impl::stop() {
         self->open_nodes_.store(0, std::memory_order_relaxed);
         self->refresh_done_.cancel();
         self->run_signal_.emit(asio::cancellation_type::terminal);
+        self->subs_.clear();
+        std::function<void()> hook;
+        {
+            std::lock_guard<std::mutex> g(self->lock_service_mutex_);
+            hook = self->stop_hook_;
+        }
+        if (hook)
+            hook(); // every lease is lost, every waiter ends
     });
 }
 
@@ -241,10 +249,9 @@ void cluster_impl::apply(slot_table fresh) {
     open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
 }
 
-awaitable<std::tuple<error_code, std::size_t>> cluster_impl::route(std::uint16_t slot,
-                                                                   const request& req,
-                                                                   const request* eval,
-                                                                   response_adapter out) {
+awaitable<std::tuple<error_code, std::size_t>>
+cluster_impl::route(std::uint16_t slot, const request& req, const request* eval,
+                    response_adapter out, bool try_once) {
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
     redirect_policy policy(cfg_.max_redirects);
     std::optional<cluster_node> ask; // one-shot: the next attempt goes there with ASKING
@@ -323,6 +330,8 @@ awaitable<std::tuple<error_code, std::size_t>> cluster_impl::route(std::uint16_t
             ask = d.target.node;
             break;
         case redirect_policy::action::retry_later:
+            if (try_once && text.starts_with("TRYAGAIN"))
+                co_return std::tuple{error_code(error::try_again), bytes};
             retries_.fetch_add(1, std::memory_order_relaxed);
             delay.expires_after(cfg_.try_again_delay);
             co_await delay.async_wait(nothrow);
@@ -373,17 +382,19 @@ error_code cluster_impl::replay(const generic_response& resp, std::size_t skip,
     return ec;
 }
 
-void cluster_impl::start_route(
-    std::uint16_t slot, std::shared_ptr<const request> req, std::shared_ptr<const request> eval,
-    response_adapter out, asio::any_completion_handler<void(error_code, std::size_t)> handler) {
+void cluster_impl::start_route(std::uint16_t slot, std::shared_ptr<const request> req,
+                               std::shared_ptr<const request> eval, response_adapter out,
+                               asio::any_completion_handler<void(error_code, std::size_t)> handler,
+                               bool try_once) {
     auto cslot = asio::get_associated_cancellation_slot(handler);
     auto body = [](std::shared_ptr<cluster_impl> self, std::uint16_t slot,
                    std::shared_ptr<const request> req, std::shared_ptr<const request> eval,
-                   response_adapter out) -> awaitable<std::tuple<error_code, std::size_t>> {
-        co_return co_await self->route(slot, *req, eval.get(), out);
+                   response_adapter out,
+                   bool try_once) -> awaitable<std::tuple<error_code, std::size_t>> {
+        co_return co_await self->route(slot, *req, eval.get(), out, try_once);
     };
     asio::co_spawn(
-        strand_, body(shared_from_this(), slot, std::move(req), std::move(eval), out),
+        strand_, body(shared_from_this(), slot, std::move(req), std::move(eval), out, try_once),
         asio::bind_cancellation_slot(
             cslot, [ex = user_ex_, h = std::move(handler)](
                        std::exception_ptr ep, std::tuple<error_code, std::size_t> r) mutable {
@@ -392,6 +403,121 @@ void cluster_impl::start_route(
                     ec = asio::error::operation_aborted;
                 deliver(std::move(h), ex, ec, n);
             }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lock layer's subscriptions.
+
+namespace {
+
+// Registered at a node connection for one lock listener: runs on the node's strand, so it posts
+// every event to the cluster's strand, where the lock layer lives.
+class relay_listener final : public push_listener {
+public:
+    relay_listener(std::weak_ptr<cluster_impl> c, std::weak_ptr<push_listener> target,
+                   std::string channel)
+        : cluster_(std::move(c)), target_(std::move(target)), channel_(std::move(channel)) {}
+
+    void on_message(std::string_view, std::string_view) override {
+        post([](push_listener& l, cluster_impl&, const std::string&) { l.on_message({}, {}); });
+    }
+    void on_reconnect() override {
+        post([](push_listener& l, cluster_impl&, const std::string&) { l.on_reconnect(); });
+    }
+    // The slot moved, or the node is gone: the waiters retry (their acquires follow MOVED), and
+    // the subscription moves to the slot's new master once the map says which.
+    void on_slot_moved() override { moved(); }
+    void on_stop() override { moved(); }
+    void on_subscribe_failed(error_code ec) override {
+        post([ec](push_listener& l, cluster_impl&, const std::string&) {
+            l.on_subscribe_failed(ec);
+        });
+    }
+
+private:
+    void moved() {
+        post([](push_listener& l, cluster_impl& c, const std::string& channel) {
+            l.on_slot_moved();
+            c.resubscribe(channel, true);
+        });
+    }
+    template <class F>
+    void post(F f) {
+        auto c = cluster_.lock();
+        if (!c)
+            return;
+        asio::post(c->strand(), [c, t = target_, ch = channel_, f = std::move(f)] {
+            if (auto l = t.lock(); l && !c->stopped())
+                f(*l, *c, ch);
+        });
+    }
+
+    std::weak_ptr<cluster_impl> cluster_;
+    std::weak_ptr<push_listener> target_;
+    std::string channel_;
+};
+
+void unregister_at(const std::shared_ptr<connection_impl>& node, const std::string& channel,
+                   std::shared_ptr<push_listener> relay) {
+    asio::post(node->strand(), [node, channel, relay = std::move(relay)] {
+        node->remove_listener(channel, relay.get());
+    });
+}
+
+} // namespace
+
+void cluster_impl::add_listener(const std::string& channel, std::shared_ptr<push_listener> l) {
+    auto relay = std::make_shared<relay_listener>(weak_from_this(), l, channel);
+    subs_[channel].push_back({std::move(l), std::move(relay), nullptr});
+    resubscribe(channel, false);
+}
+
+void cluster_impl::remove_listener(const std::string& channel, const push_listener* l) {
+    auto it = subs_.find(channel);
+    if (it == subs_.end())
+        return;
+    auto& v = it->second;
+    for (auto s = v.begin(); s != v.end(); ++s)
+        if (s->target.get() == l) {
+            if (s->node)
+                unregister_at(s->node, channel, s->relay);
+            v.erase(s);
+            break;
+        }
+    if (v.empty())
+        subs_.erase(it);
+}
+
+void cluster_impl::resubscribe(const std::string& channel, bool moved) {
+    if (stopped_)
+        return;
+    if (!moved && table_.owner(key_slot(channel)))
+        return subscribe_now(channel, false);
+    asio::co_spawn(
+        strand_,
+        [](std::shared_ptr<cluster_impl> self, std::string channel, bool moved) -> awaitable<void> {
+            co_await self->refresh();
+            self->subscribe_now(channel, moved);
+        }(shared_from_this(), channel, moved),
+        asio::detached);
+}
+
+void cluster_impl::subscribe_now(const std::string& channel, bool again) {
+    auto it = subs_.find(channel);
+    if (it == subs_.end() || stopped_)
+        return;
+    const auto* owner = table_.owner(key_slot(channel));
+    auto conn = owner ? node(*owner) : nullptr; // none: the waiters' timers carry on alone
+    for (auto& s : it->second) {
+        if (s.node == conn && !again)
+            continue;
+        if (s.node)
+            unregister_at(s.node, channel, s.relay);
+        s.node = conn;
+        if (conn)
+            asio::post(conn->strand(),
+                       [conn, channel, relay = s.relay] { conn->add_listener(channel, relay); });
+    }
 }
 
 } // namespace detail

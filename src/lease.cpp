@@ -26,7 +26,7 @@ void lease_share::reset() noexcept {
     if (state_->shares.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         // The last share: release without waiting (owner-checked).
         auto s = std::move(state_);
-        auto& strand = s->spec->conn->strand();
+        auto& strand = s->spec->io.strand();
         asio::post(strand, [s = std::move(s)]() mutable {
             auto svc = s->svc;
             svc->release(std::move(s), {});
@@ -102,7 +102,7 @@ void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h)
     // The slot is wired here, not on the strand: a cancellation emitted before the posted
     // registration runs must not be missed (it is posted after it, so it finds the waiter).
     const auto id = s->next_waiter.fetch_add(1, std::memory_order_relaxed) + 1;
-    auto& strand = s->spec->conn->strand();
+    auto& strand = s->spec->io.strand();
     auto slot = asio::get_associated_cancellation_slot(h);
     if (slot.is_connected())
         slot.assign(
@@ -119,13 +119,13 @@ void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h)
 }
 
 void lease::release_impl(detail::lease_share share, handler_ec h) {
-    const auto fallback = share.get()->spec->conn->executor();
+    const auto fallback = share.get()->spec->io.executor();
     const auto lost = share.get()->lost_view.load(std::memory_order_relaxed);
     auto s = share.take_for_release();
     if (!s) // nested holds are still alive: the last of them releases; a loss is still news
         return deliver(std::move(h), fallback,
                        lost != 0 ? error_code(static_cast<error>(lost)) : error_code{});
-    auto& strand = s->spec->conn->strand();
+    auto& strand = s->spec->io.strand();
     asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
         auto svc = s->svc;
         svc->release(std::move(s), std::move(h));
@@ -133,7 +133,7 @@ void lease::release_impl(detail::lease_share share, handler_ec h) {
 }
 
 void lease::extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
-    auto& strand = s->spec->conn->strand();
+    auto& strand = s->spec->io.strand();
     asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
         auto svc = s->svc;
         svc->extend(std::move(s), std::move(h));
@@ -158,12 +158,12 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
                         std::shared_ptr<request> req, generic_response& resp, handler_ec h) {
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
     if (!st->valid_now())
-        return deliver(std::move(h), st->spec->conn->executor(),
+        return deliver(std::move(h), st->spec->io.executor(),
                        error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
-    auto ex = asio::get_associated_executor(h, st->spec->conn->executor());
+    auto ex = asio::get_associated_executor(h, st->spec->io.executor());
     auto slot = asio::get_associated_cancellation_slot(h);
-    detail::start_eval(
-        st->spec->conn, s.wrapped(), std::move(req), resp,
+    st->spec->io.start_eval(
+        s.wrapped(), st->spec->name, std::move(req), resp,
         asio::bind_cancellation_slot(
             slot, asio::bind_executor(ex, [r = &resp, h = std::move(h)](error_code ec) mutable {
                 if (!ec)

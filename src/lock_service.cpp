@@ -2,7 +2,9 @@
 #include "detail/lock_service.hpp"
 
 #include "detail/acquire_op.hpp"
+#include "detail/cluster_impl.hpp"
 #include "detail/lock_scripts.hpp"
+#include "detail/slot_table.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
@@ -53,8 +55,8 @@ std::string describe(const lock_spec& spec) {
     return out;
 }
 
-lock_spec::lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_options o)
-    : conn(std::move(c)), name(std::move(n)), opts(o), invalid(check(name, opts)) {
+lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o)
+    : io(std::move(t)), name(std::move(n)), opts(o), invalid(check(name, opts)) {
     if (lockable_name(name)) {
         fence_key = derived_key(name, "fence");
         channel = derived_key(name, "released");
@@ -107,19 +109,34 @@ private:
     std::string name_;
 };
 
-lock_service::lock_service(connection_impl& c)
-    : conn_(c), timer_(c.strand()), rng_(std::random_device{}()) {}
+lock_service::lock_service(lock_transport io)
+    : io_(std::move(io)), timer_(io_.strand()), rng_(std::random_device{}()) {}
 
-std::shared_ptr<lock_service> lock_service::of(connection_impl& c) {
+namespace {
+
+// The lock service of a connection or a cluster, made on first use; when the owner stops for
+// good, every lease is lost and every waiter ends.
+template <class Owner>
+std::shared_ptr<lock_service> service_of(Owner& c) {
     return std::static_pointer_cast<lock_service>(
         c.lock_service([&c](std::function<void()>& on_stop) {
-            auto svc = std::make_shared<lock_service>(c);
+            auto svc = std::make_shared<lock_service>(lock_transport(c.shared_from_this()));
             on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
                 if (auto s = weak.lock())
                     s->on_connection_stopped();
             };
             return svc;
         }));
+}
+
+} // namespace
+
+std::shared_ptr<lock_service> lock_service::of(connection_impl& c) {
+    return service_of(c);
+}
+
+std::shared_ptr<lock_service> lock_service::of(cluster_impl& c) {
+    return service_of(c);
 }
 
 bool lock_service::has_waiters(const std::string& name) const {
@@ -130,7 +147,7 @@ void lock_service::join(acquire_op& op) {
     auto [it, fresh] = queues_.try_emplace(op.spec().name);
     if (fresh) {
         it->second.sub = std::make_shared<listener>(weak_from_this(), op.spec().name);
-        conn_.add_listener(op.spec().channel, it->second.sub);
+        io_.add_listener(op.spec().channel, it->second.sub);
     }
     it->second.q.push(op.id());
     op.joined(it->second.q);
@@ -144,7 +161,7 @@ void lock_service::leave(acquire_op& op) {
     stats_.waiters.fetch_sub(1, std::memory_order_relaxed);
     const auto next = it->second.q.erase(op.id());
     if (it->second.q.empty()) {
-        conn_.remove_listener(op.spec().channel, it->second.sub.get());
+        io_.remove_listener(op.spec().channel, it->second.sub.get());
         queues_.erase(it);
         return;
     }
@@ -186,11 +203,11 @@ void lock_service::give_back(const lock_spec& spec, const owner_id& owner) {
     log().log(logger::level::info, describe(spec) + "undo sent (a grant nobody waits for, or an "
                                                     "attempt with an unknown outcome)");
     const std::string_view keys[] = {spec.name};
-    const std::string_view args[] = {{owner.data(), owner.size()}, spec.channel};
+    const std::string_view args[] = {{owner.data(), owner.size()}, spec.channel, publish_flag()};
     // EVAL, not EVALSHA: an undo must reach Redis before anything queued after it (a NOSCRIPT
     // retry would put it behind the next attempt, and it would delete that new grant).
     auto call = std::make_shared<script_call>(make_eval(release_script(), keys, args));
-    eval_on_strand(conn_, release_script(), call->req, call->resp, [call](error_code) {});
+    io_.eval(release_script(), spec.name, call->req, call->resp, [call](error_code) {});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,7 +247,7 @@ void lock_service::lose(lease_state& s, error why, lease_loss reason) {
     auto waiters = std::move(s.lost_waiters);
     s.lost_waiters.clear();
     for (auto& [id, h] : waiters)
-        deliver(std::move(h), conn_.executor(), error_code(why));
+        deliver(std::move(h), io_.executor(), error_code(why));
     // Redis may still have the key (a renewal answered too late, max_hold): delete it now,
     // owner-checked, so that no one else waits for it to expire.
     give_back(*s.spec, s.owner);
@@ -241,15 +258,15 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     auto waiters = std::move(s->lost_waiters);
     s->lost_waiters.clear();
     for (auto& [id, h] : waiters)
-        deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
+        deliver(std::move(h), io_.executor(), error_code(asio::error::operation_aborted));
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
         if (done)
-            deliver(std::move(done), conn_.executor(), error_code(s->lost_reason));
+            deliver(std::move(done), io_.executor(), error_code(s->lost_reason));
         return;
     }
     forget(*s);
     const std::string_view keys[] = {s->spec->name};
-    const std::string_view args[] = {s->owner_view(), s->spec->channel};
+    const std::string_view args[] = {s->owner_view(), s->spec->channel, publish_flag()};
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
     // NOSCRIPT, so the release cannot be re-queued behind that attempt. At most
     // `max_handoff_streak` in a row: a process whose coroutines keep handing the lock to each
@@ -264,42 +281,42 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : connection::make_evalsha(release_script(), keys, args));
-    eval_on_strand(
-        conn_, release_script(), call->req, call->resp,
-        [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
-            bool released = false;
-            if (!ec)
-                ec = decode_release(call->resp, released);
-            if (!released) // no message will come for this release
-                if (auto it = self->queues_.find(s->spec->name);
-                    it != self->queues_.end() && it->second.own_releases > 0)
-                    --it->second.own_releases;
-            if (!ec && !released) {
-                // Gone or taken before we released: the section may have overlapped.
-                ec = error::lease_lost;
-                self->stats_.lease_lost(lease_loss::release_refused);
-                self->log().log(logger::level::warning,
-                                describe(*s->spec) + "lease lost, token " +
-                                    std::to_string(s->token) +
-                                    " (release_refused: found expired or taken at release)");
-            } else if (ec) {
-                // Aborted or not connected: the connection is stopped by its owner.
-                self->log().log(ec == asio::error::operation_aborted || ec == error::not_connected
-                                    ? logger::level::debug
-                                    : logger::level::warning,
-                                describe(*s->spec) + "release failed (" + ec.message() +
-                                    "); the key expires with its lease");
-            }
-            if (done)
-                deliver(std::move(done), self->conn_.executor(), ec);
-        });
+    io_.eval(release_script(), s->spec->name, call->req, call->resp,
+             [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
+                 bool released = false;
+                 if (!ec)
+                     ec = decode_release(call->resp, released);
+                 if (!released) // no message will come for this release
+                     if (auto it = self->queues_.find(s->spec->name);
+                         it != self->queues_.end() && it->second.own_releases > 0)
+                         --it->second.own_releases;
+                 if (!ec && !released) {
+                     // Gone or taken before we released: the section may have overlapped.
+                     ec = error::lease_lost;
+                     self->stats_.lease_lost(lease_loss::release_refused);
+                     self->log().log(logger::level::warning,
+                                     describe(*s->spec) + "lease lost, token " +
+                                         std::to_string(s->token) +
+                                         " (release_refused: found expired or taken at release)");
+                 } else if (ec) {
+                     // Aborted or not connected: the connection is stopped by its owner.
+                     self->log().log(ec == asio::error::operation_aborted ||
+                                             ec == error::not_connected
+                                         ? logger::level::debug
+                                         : logger::level::warning,
+                                     describe(*s->spec) + "release failed (" + ec.message() +
+                                         "); the key expires with its lease");
+                 }
+                 if (done)
+                     deliver(std::move(done), self->io_.executor(), ec);
+             });
     if (hand_over)
         hand_off(s->spec->name);
 }
 
 void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
-        deliver(std::move(done), conn_.executor(), error_code(s->lost_reason));
+        deliver(std::move(done), io_.executor(), error_code(s->lost_reason));
         return;
     }
     const std::string_view keys[] = {s->spec->name};
@@ -307,8 +324,8 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
     add_wait(call->req, s->spec->wait_replicas, s->spec->wait_ms);
     const auto sent = clock::now();
-    eval_on_strand(
-        conn_, renew_script(), call->req, call->resp,
+    io_.eval(
+        renew_script(), s->spec->name, call->req, call->resp,
         [self = shared_from_this(), s, call, sent, done = std::move(done)](error_code ec) mutable {
             std::vector<bool> renewed;
             const std::int64_t acks = !ec && s->replicas > 0
@@ -333,15 +350,15 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
                 }
                 self->replan(lease_table::next_event(*s));
             }
-            deliver(std::move(done), self->conn_.executor(), ec);
+            deliver(std::move(done), self->io_.executor(), ec);
         });
 }
 
 void lock_service::wait_lost(std::shared_ptr<lease_state> s, std::uint64_t id, completion h) {
     if (s->lost_view.load(std::memory_order_relaxed) != 0)
-        return deliver(std::move(h), conn_.executor(), error_code(s->lost_reason));
+        return deliver(std::move(h), io_.executor(), error_code(s->lost_reason));
     if (s->released)
-        return deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
+        return deliver(std::move(h), io_.executor(), error_code(asio::error::operation_aborted));
     s->lost_waiters.emplace_back(id, std::move(h));
 }
 
@@ -352,7 +369,7 @@ void lock_service::cancel_wait_lost(lease_state& s, std::uint64_t id) {
         return; // completed already
     auto h = std::move(it->second);
     w.erase(it);
-    deliver(std::move(h), conn_.executor(), error_code(asio::error::operation_aborted));
+    deliver(std::move(h), io_.executor(), error_code(asio::error::operation_aborted));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -363,7 +380,7 @@ void lock_service::replan(clock::time_point t) {
         if (table_.empty())
             return;
         loop_running_ = true;
-        asio::post(conn_.strand(), [self = shared_from_this()] { self->run_watchdog(); });
+        asio::post(io_.strand(), [self = shared_from_this()] { self->run_watchdog(); });
         return;
     }
     // Wake the loop only when something needs it before its planned wake-up (or to let it stop):
@@ -387,9 +404,23 @@ void lock_service::run_watchdog() {
         due.push_back(static_cast<lease_state*>(w)->shared_from_this());
     for (auto& [s, why] : losing)
         lose(*s, why, why == error::max_hold_reached ? lease_loss::max_hold : lease_loss::expired);
-    for (std::size_t i = 0; i < due.size(); i += 100)
+    // Batches of up to 100 leases; on a cluster, one slot per batch (a script's keys must share
+    // a slot there).
+    const auto slot_of = [](const std::shared_ptr<lease_state>& s) {
+        return key_slot(s->spec->name);
+    };
+    if (io_.sharded())
+        std::stable_sort(due.begin(), due.end(),
+                         [&](const auto& a, const auto& b) { return slot_of(a) < slot_of(b); });
+    for (std::size_t i = 0; i < due.size();) {
+        std::size_t j = i + 1;
+        while (j < due.size() && j - i < 100 &&
+               (!io_.sharded() || slot_of(due[j]) == slot_of(due[i])))
+            ++j;
         renew({due.begin() + static_cast<std::ptrdiff_t>(i),
-               due.begin() + static_cast<std::ptrdiff_t>(std::min(due.size(), i + 100))});
+               due.begin() + static_cast<std::ptrdiff_t>(j)});
+        i = j;
+    }
     if (table_.empty()) {
         loop_running_ = false;
         planned_ = clock::time_point::max();
@@ -421,8 +452,9 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     if (strictest)
         add_wait(call->req, strictest->wait_replicas, strictest->wait_ms);
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
-    eval_on_strand(
-        conn_, renew_script(), call->req, call->resp,
+    const std::string_view route_key = batch.front()->spec->name; // before batch moves
+    io_.eval(
+        renew_script(), route_key, call->req, call->resp,
         [self = shared_from_this(), batch = std::move(batch), call, sent,
          waited = strictest != nullptr](error_code ec) {
             const auto now = clock::now();

@@ -229,7 +229,7 @@ multi_lock::multi_lock(connection& conn, std::vector<std::string> names, mutex_o
     for (const auto& name : c.names) {
         // Checked here, for every name, so that a bad name fails before anything is sent.
         if (!c.invalid)
-            c.invalid = detail::lock_spec(c.conn, name, opts).invalid;
+            c.invalid = detail::lock_spec(detail::lock_transport(c.conn), name, opts).invalid;
         c.mutexes.push_back(std::make_unique<mutex>(conn, name, opts));
     }
 }

@@ -1,5 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/acquire_op.hpp"
+#include "detail/cluster_impl.hpp"
 #include "detail/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
 
@@ -18,11 +19,23 @@ lock_stats get_lock_stats(connection& conn) {
     return p ? p->stats() : lock_stats{};
 }
 
+lock_stats get_lock_stats(cluster& c) {
+    auto p = std::static_pointer_cast<detail::lock_service>(c.impl().existing_lock_service());
+    return p ? p->stats() : lock_stats{};
+}
+
 mutex::mutex(connection& conn, std::string name, mutex_options opts)
     : core_(std::make_shared<detail::mutex_core>()) {
-    core_->spec = std::make_shared<const detail::lock_spec>(conn.impl().shared_from_this(),
-                                                            std::move(name), opts);
+    core_->spec = std::make_shared<const detail::lock_spec>(
+        detail::lock_transport(conn.impl().shared_from_this()), std::move(name), opts);
     core_->svc = detail::lock_service::of(conn.impl());
+}
+
+mutex::mutex(cluster& c, std::string name, mutex_options opts)
+    : core_(std::make_shared<detail::mutex_core>()) {
+    core_->spec = std::make_shared<const detail::lock_spec>(
+        detail::lock_transport(c.impl().shared_from_this()), std::move(name), opts);
+    core_->svc = detail::lock_service::of(c.impl());
 }
 
 mutex::~mutex() {
@@ -30,14 +43,14 @@ mutex::~mutex() {
 }
 
 void mutex::cancel() {
-    asio::post(core_->spec->conn->strand(), [core = core_] {
+    asio::post(core_->spec->io.strand(), [core = core_] {
         for (auto& op : std::vector(core->pending))
             op->cancel();
     });
 }
 
 mutex::executor_type mutex::get_executor() const noexcept {
-    return core_->spec->conn->executor();
+    return core_->spec->io.executor();
 }
 const std::string& mutex::name() const noexcept {
     return core_->spec->name;
@@ -59,11 +72,10 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
     if (ec) {
         // Fails before anything is sent, and never inline.
         core_->svc->stats_.acquired(acquire_outcome::error, {});
-        if (spec.conn->log().enabled(logger::level::debug))
-            spec.conn->log().log(logger::level::debug, detail::describe(spec) +
-                                                           "error after 0 ms (" + ec.message() +
-                                                           ")");
-        return deliver(std::move(h), spec.conn->executor(), ec, lease{});
+        if (spec.io.log().enabled(logger::level::debug))
+            spec.io.log().log(logger::level::debug,
+                              detail::describe(spec) + "error after 0 ms (" + ec.message() + ")");
+        return deliver(std::move(h), spec.io.executor(), ec, lease{});
     }
     detail::acquire_params p;
     p.deadline = deadline;
@@ -75,7 +87,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
     p.replicas = spec.opts.replica_sync.replicas;
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<detail::acquire_op>(core_, p, std::move(h));
-    auto& strand = spec.conn->strand();
+    auto& strand = spec.io.strand();
     if (slot.is_connected())
         slot.assign(
             [weak = std::weak_ptr<detail::acquire_op>(op), strand](asio::cancellation_type) {
@@ -90,12 +102,12 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name),
+        return deliver(std::move(h), spec.io.executor(), error_code(error::invalid_name),
                        std::int64_t{0});
     auto req = std::make_shared<request>();
     req->push("PTTL", spec.name);
     auto resp = std::make_shared<generic_response>();
-    auto ex = asio::get_associated_executor(h, spec.conn->executor());
+    auto ex = asio::get_associated_executor(h, spec.io.executor());
     auto slot = asio::get_associated_cancellation_slot(h);
     auto done = [req, resp, h = std::move(h)](error_code ec, std::size_t) mutable {
         std::int64_t v = 0;
@@ -103,24 +115,23 @@ void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)
             ec = detail::decode_integer(*resp, v);
         std::move(h)(ec, v);
     };
-    detail::start_exec(
-        spec.conn, *req, detail::make_adapter(*resp),
-        asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(done))));
+    spec.io.exec(spec.name, req, detail::make_adapter(*resp),
+                 asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(done))));
 }
 
 void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool)> h) {
     const auto& spec = *core_->spec;
     if (!detail::lockable_name(spec.name))
-        return deliver(std::move(h), spec.conn->executor(), error_code(error::invalid_name), false);
+        return deliver(std::move(h), spec.io.executor(), error_code(error::invalid_name), false);
     const std::string_view keys[] = {spec.name};
-    const std::string_view args[] = {spec.channel};
+    const std::string_view args[] = {spec.channel, spec.io.sharded() ? "S" : "P"};
     auto req = std::make_shared<request>(
         connection::make_evalsha(detail::force_unlock_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
-    auto ex = asio::get_associated_executor(h, spec.conn->executor());
+    auto ex = asio::get_associated_executor(h, spec.io.executor());
     auto slot = asio::get_associated_cancellation_slot(h);
-    detail::start_eval(
-        spec.conn, detail::force_unlock_script(), req, *resp,
+    spec.io.start_eval(
+        detail::force_unlock_script(), spec.name, req, *resp,
         asio::bind_cancellation_slot(
             slot, asio::bind_executor(ex, [resp, h = std::move(h)](error_code ec) mutable {
                 std::int64_t v = 0;

@@ -60,9 +60,13 @@ struct mutex_options {
     corolock::replica_sync replica_sync;
 };
 
+class cluster;
+
 /// The lock layer's counters on `conn` (all zero before its first mutex): what operators graph.
 /// Any thread; never blocks. `write_prometheus` (metrics.hpp) exports them.
 COROLOCK_DECL lock_stats get_lock_stats(connection& conn);
+/// The same for the mutexes over a cluster (one lock layer per cluster).
+COROLOCK_DECL lock_stats get_lock_stats(cluster& c);
 
 /// A distributed lock on one name: a handle meant to be shared, like `std::mutex` (a class
 /// member used by every request handler is the intended use). It holds no ownership: every
@@ -70,8 +74,8 @@ COROLOCK_DECL lock_stats get_lock_stats(connection& conn);
 /// scripts.
 ///
 /// Thread safety: every member function may be called from any thread, concurrently.
-/// Lifetime: the connection must outlive the mutex. Destroying the mutex cancels its pending
-/// acquires (they complete with `operation_aborted`); leases already given out live on.
+/// Lifetime: the connection (or cluster) must outlive the mutex. Destroying the mutex cancels its
+/// pending acquires (they complete with `operation_aborted`); leases already given out live on.
 class COROLOCK_DECL mutex {
 public:
     using executor_type = boost::asio::any_io_executor;
@@ -80,6 +84,11 @@ public:
 
     /// No I/O. Invalid arguments are reported by the first acquire.
     mutex(connection& conn, std::string name, mutex_options opts = {});
+    /// The same lock over a Redis Cluster (doc/cluster.md): every script goes to the master of
+    /// the name's slot (following MOVED and ASK), releases publish with SPUBLISH and waiters
+    /// listen with SSUBSCRIBE there. The cluster must outlive the mutex; `cluster::async_run`
+    /// must be running. No I/O here.
+    mutex(cluster& c, std::string name, mutex_options opts = {});
     ~mutex();
     mutex(const mutex&) = delete;
     mutex& operator=(const mutex&) = delete;

@@ -43,6 +43,7 @@ private:
     std::shared_ptr<mutex_core> core_;
     lock_service& svc_;
     acquire_fsm fsm_;
+    const bool once_; // a try: one attempt, TRYAGAIN is an answer (not waited out)
     handler_type handler_;
     boost::asio::any_completion_executor handler_ex_;
     boost::asio::steady_timer timer_;

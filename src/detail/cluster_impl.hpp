@@ -13,8 +13,10 @@
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <tuple>
@@ -41,9 +43,11 @@ public:
     // Sends `req` to the master of `slot` (posts to the strand), following redirects; `eval`
     // (may be null) is the EVAL form sent on NOSCRIPT. The replies of the last attempt go to
     // `out`.
+    // `try_once`: TRYAGAIN fails with error::try_again instead of waiting (a try-acquire).
     void start_route(std::uint16_t slot, std::shared_ptr<const request> req,
                      std::shared_ptr<const request> eval, response_adapter out,
-                     boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
+                     boost::asio::any_completion_handler<void(error_code, std::size_t)> handler,
+                     bool try_once = false);
 
     // --- strand only
     // The connection to a master (opened and started on first use).
@@ -55,17 +59,53 @@ public:
     void schedule_refresh();
     bool stopped() const noexcept { return stopped_; }
 
+    // The lock layer's state, as connection_impl::lock_service (any thread); `hook` runs on the
+    // strand when the cluster stops.
+    template <class Make>
+    std::shared_ptr<void> lock_service(Make make) {
+        std::lock_guard<std::mutex> g(lock_service_mutex_);
+        if (!lock_service_)
+            lock_service_ = make(stop_hook_);
+        return lock_service_;
+    }
+    std::shared_ptr<void> existing_lock_service() {
+        std::lock_guard<std::mutex> g(lock_service_mutex_);
+        return lock_service_;
+    }
+    // Strand only. The lock layer's subscriptions: SSUBSCRIBE at the master of the channel's
+    // slot, moved to the new master when the slot moves or the node goes away; `l` is called on
+    // this strand.
+    void add_listener(const std::string& channel, std::shared_ptr<push_listener> l);
+    void remove_listener(const std::string& channel, const push_listener* l);
+    // Strand only: subscribes `channel`'s listeners at its slot's master (after a refresh when
+    // the map has none). `moved`: the node dropped the subscription (slot moved, node gone):
+    // refresh first, then subscribe again even at the same node.
+    void resubscribe(const std::string& channel, bool moved);
+
 private:
     boost::asio::awaitable<error_code> run();
     boost::asio::awaitable<error_code> refresh_once();
     void apply(slot_table fresh);
     boost::asio::awaitable<std::tuple<error_code, std::size_t>>
-    route(std::uint16_t slot, const request& req, const request* eval, response_adapter out);
+    route(std::uint16_t slot, const request& req, const request* eval, response_adapter out,
+          bool try_once);
     // The error text that decides a re-send, or empty when some command of the request may have
     // run (see redirect_policy).
     static std::string redirect_text(const generic_response& resp, std::size_t skip);
     // Feeds the replies after the first `skip` to the caller's adapter.
     static error_code replay(const generic_response& resp, std::size_t skip, response_adapter out);
+
+    void subscribe_now(const std::string& channel, bool again);
+
+    struct subscription {
+        std::shared_ptr<push_listener> target; // the lock layer's listener
+        std::shared_ptr<push_listener> relay;  // registered at the node; posts to our strand
+        std::shared_ptr<connection_impl> node; // where `relay` is registered (null: nowhere)
+    };
+    std::map<std::string, std::vector<subscription>, std::less<>> subs_;
+    std::mutex lock_service_mutex_;
+    std::shared_ptr<void> lock_service_;
+    std::function<void()> stop_hook_;
 
     struct node_entry {
         std::shared_ptr<connection_impl> conn;

@@ -79,8 +79,9 @@ end
 if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
 -- DEL and PUBLISH only, which Redis allows even when out of memory. The PUBLISH may be refused
 -- (an ACL user without channel rights): the release stands, waiters retry on their timers.
+-- ARGV[3] 'S': a cluster, where waiters listen with SSUBSCRIBE at the channel's slot.
 redis.call('DEL', KEYS[1])
-redis.pcall('PUBLISH', ARGV[2], 'released')
+redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2], 'released')
 return 1
 )lua");
     return s;
@@ -109,7 +110,7 @@ if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
   return 0
 end
 redis.call('DEL', KEYS[1])
-redis.pcall('PUBLISH', ARGV[1], 'released')
+redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[1], 'released')
 return 1
 )lua");
     return s;

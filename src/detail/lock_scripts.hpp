@@ -24,9 +24,13 @@ std::string derived_key(std::string_view name, std::string_view suffix);
 // hash tag that contains '}' (wrapping it in braces would end the tag early).
 bool lockable_name(std::string_view name) noexcept;
 
+// KEYS: name, fence key; ARGV: owner, lease ms, fence ms.
 const script& acquire_script();
+// KEYS: name; ARGV: owner, channel, publish ('S': SPUBLISH on a cluster; else PUBLISH).
 const script& release_script();
+// KEYS: names; ARGV: owner and lease ms of each, in order.
 const script& renew_script();
+// KEYS: name; ARGV: channel, publish (as release_script).
 const script& force_unlock_script();
 
 struct acquire_reply {

@@ -9,6 +9,7 @@
 #include "connection_impl.hpp"
 #include "lease_table.hpp"
 #include "lock_metrics.hpp"
+#include "lock_transport.hpp"
 #include "owner_id.hpp"
 #include "waiter_queue.hpp"
 #include <corolock/lease.hpp>
@@ -34,8 +35,8 @@ class lock_service;
 // What every acquisition through one mutex shares: the names derived from the lock name and the
 // options, checked once.
 struct lock_spec {
-    lock_spec(std::shared_ptr<connection_impl> c, std::string n, mutex_options o);
-    std::shared_ptr<connection_impl> conn;
+    lock_spec(lock_transport t, std::string n, mutex_options o);
+    lock_transport io;
     std::string name, fence_key, channel;
     mutex_options opts;
     std::string lease_ms, fence_ms;     // script arguments
@@ -105,10 +106,10 @@ std::string describe(const lock_spec& spec);
 
 class lock_service : public std::enable_shared_from_this<lock_service> {
 public:
-    explicit lock_service(connection_impl& c);
+    explicit lock_service(lock_transport io);
 
     static std::shared_ptr<lock_service> of(connection_impl& c);
-    connection_impl& conn() noexcept { return conn_; }
+    static std::shared_ptr<lock_service> of(cluster_impl& c);
     std::minstd_rand& rng() noexcept { return rng_; }
 
     // ---- acquisitions (strand only)
@@ -147,9 +148,11 @@ private:
     void replan(clock::time_point t); // something needs attention at t
     void run_watchdog();
     void renew(std::vector<std::shared_ptr<lease_state>> batch);
-    const logger& log() const noexcept { return conn_.log(); }
+    // The RELEASE scripts' publish argument: "S" (SPUBLISH) on a cluster.
+    std::string_view publish_flag() const noexcept { return io_.sharded() ? "S" : "P"; }
+    const logger& log() const noexcept { return io_.log(); }
 
-    connection_impl& conn_;
+    lock_transport io_;
     std::map<std::string, name_queue, std::less<>> queues_;
     lease_table table_;
     lease_table::plan plan_;

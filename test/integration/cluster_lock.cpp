@@ -1,0 +1,285 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock over a real 6-node Redis Cluster (test/common/redis_cluster): waiters woken by
+// SPUBLISH at the slot's master, a held lease that survives the resharding of its slot (and a
+// waiter whose subscription moves with it), and renewals of leases in many slots.
+#include "common/coro_test.hpp"
+#include "common/redis_cluster.hpp"
+#include "common/test_config.hpp"
+#include "detail/slot_table.hpp"
+#include <corolock/cluster.hpp>
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using corolock::error_code;
+using corolock::detail::key_slot;
+using corolock::test::quiet;
+using corolock::test::redis_cluster;
+using corolock::test::redis_process;
+using corolock::test::run_coroutine_test;
+using corolock::test::sleep_for;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+
+corolock::cluster_config config_for(redis_process& seed) {
+    corolock::cluster_config cfg;
+    cfg.seeds.push_back({seed.host(), std::to_string(seed.port())});
+    cfg.node.health_check_interval = 500ms;
+    cfg.node.connect_timeout = 500ms;
+    cfg.node.reconnect_wait = 50ms;
+    cfg.node.reconnect_wait_max = 200ms;
+    cfg.refresh_interval = 1s;
+    cfg.refresh_timeout = 500ms;
+    return cfg;
+}
+
+// Waiters retry on their own only every 5 s: a faster grant came from a release message.
+corolock::mutex_options slow_retry(clock_type::duration lease) {
+    corolock::mutex_options o;
+    o.lease = lease;
+    o.retry_base = 5s;
+    o.retry_max = 5s;
+    return o;
+}
+
+// A lock name whose slot is below `limit` (redis-cli --cluster reshard moves the lowest slots).
+std::string name_below(std::uint16_t limit) {
+    for (int i = 0;; ++i) {
+        auto n = "lock:c" + std::to_string(i);
+        if (key_slot(n) < limit)
+            return n;
+    }
+}
+
+std::int64_t ms(clock_type::duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster_lock)
+
+// Two clients (two clusters objects, as two processes would have) contend on one name.
+BOOST_AUTO_TEST_CASE(waiter_is_woken_by_spublish_and_tokens_grow) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    asio::io_context ioc;
+    corolock::cluster a_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), config_for(*c.nodes()[1]), quiet());
+    a_cl.async_run(asio::detached);
+    b_cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex a(a_cl, "lock:order-7", slow_retry(2s));
+            corolock::mutex b(b_cl, "lock:order-7", slow_retry(2s));
+            auto [aec, la] = co_await a.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!aec, aec.message());
+            auto& owner = c.master_of(key_slot("lock:order-7"));
+            BOOST_TEST(owner.command({"EXISTS", "lock:order-7"}) == ":1\r\n");
+            auto [tec, tl] = co_await b.async_try_acquire(tuple_deferred);
+            BOOST_TEST(!tec, tec.message());
+            BOOST_TEST(!tl.valid()); // held by A
+
+            clock_type::time_point released{};
+            auto releaser = [&]() -> awaitable<void> {
+                co_await sleep_for(500ms);
+                released = clock_type::now();
+                auto [rec] = co_await la.async_release(tuple_deferred);
+                BOOST_TEST(!rec, rec.message());
+            };
+            asio::co_spawn(ioc, releaser(), asio::detached);
+            auto [bec, lb] = co_await b.async_acquire_for(10s, tuple_deferred);
+            BOOST_TEST_REQUIRE(!bec, bec.message());
+            const auto wait = clock_type::now() - released;
+            std::cout << "cluster lock: waiter granted " << ms(wait)
+                      << " ms after the release (retry timer 5 s)\n";
+            BOOST_TEST((wait < 2s)); // a release message, not the 5 s timer
+            BOOST_TEST(corolock::get_lock_stats(b_cl).pubsub_wakeups >= 1u);
+            BOOST_TEST(lb.token() > la.token());
+            auto [rec] = co_await lb.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            BOOST_TEST(owner.command({"EXISTS", "lock:order-7"}) == ":0\r\n");
+            a_cl.cancel();
+            b_cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// C1 under a lease: the slot of a held lease moves to another master. The watchdog's renewals
+// follow MOVED, the lease is never lost, and a waiter subscribed at the old master is moved
+// with the slot and woken by the release at the new one.
+BOOST_AUTO_TEST_CASE(held_lease_survives_reshard_of_its_slot) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const auto name = name_below(50);
+    auto& from = c.master_of(key_slot(name));
+    redis_process* to = &c.master_of(16383);
+    BOOST_REQUIRE(to != &from);
+    asio::io_context ioc;
+    corolock::cluster a_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    a_cl.async_run(asio::detached);
+    b_cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex a(a_cl, name, slow_retry(900ms)); // a renewal every 300 ms
+            corolock::mutex b(b_cl, name, slow_retry(900ms));
+            auto [aec, la] = co_await a.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!aec, aec.message());
+            bool b_done = false;
+            clock_type::time_point b_granted{};
+            corolock::lease lb;
+            auto waiter = [&]() -> awaitable<void> {
+                auto [ec, l] = co_await b.async_acquire_for(20s, tuple_deferred);
+                BOOST_TEST(!ec, ec.message());
+                b_granted = clock_type::now();
+                lb = std::move(l);
+                b_done = true;
+            };
+            asio::co_spawn(ioc, waiter(), asio::detached);
+            co_await sleep_for(300ms); // B waits, subscribed at `from`
+            c.reshard(from, *to, 50);
+            BOOST_TEST(to->command({"EXISTS", name}) == ":1\r\n"); // the key moved
+            co_await sleep_for(2500ms);                            // almost three leases
+            BOOST_TEST(la.valid());
+            BOOST_TEST(!la.lost());
+            BOOST_TEST(corolock::get_lock_stats(a_cl).leases_lost == 0u);
+            BOOST_TEST(a_cl.stats().moved >= 1u);
+            BOOST_TEST(!b_done);
+            const auto released = clock_type::now();
+            auto [rec] = co_await la.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            for (int i = 0; i < 100 && !b_done; ++i)
+                co_await sleep_for(50ms);
+            BOOST_TEST_REQUIRE(b_done);
+            std::cout << "cluster lock: after the reshard, waiter granted "
+                      << ms(b_granted - released) << " ms after the release\n";
+            BOOST_TEST((b_granted - released < 3s)); // woken, not the 5 s timer
+            BOOST_TEST(lb.token() > la.token());
+            BOOST_TEST(to->command({"EXISTS", name}) == ":1\r\n");
+            co_await lb.async_release(tuple_deferred);
+            BOOST_TEST(to->command({"EXISTS", name}) == ":0\r\n");
+            a_cl.cancel();
+            b_cl.cancel();
+        }(),
+        90s, 1, corolock::test::drain_check::off);
+}
+
+// Leases in many slots on three masters: the watchdog renews them one script per slot (a
+// script's keys must share a slot on a cluster) and none is lost.
+BOOST_AUTO_TEST_CASE(leases_in_many_slots_keep_renewing) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            std::vector<std::unique_ptr<corolock::mutex>> ms;
+            std::vector<corolock::lease> held;
+            corolock::mutex_options o;
+            o.lease = 600ms;
+            for (int i = 0; i < 50; ++i) {
+                ms.push_back(
+                    std::make_unique<corolock::mutex>(cl, "lock:many:" + std::to_string(i), o));
+                auto [ec, l] = co_await ms.back()->async_acquire(tuple_deferred);
+                BOOST_TEST_REQUIRE(!ec, ec.message());
+                held.push_back(std::move(l));
+            }
+            co_await sleep_for(1500ms); // two and a half leases
+            for (auto& l : held)
+                BOOST_TEST(l.valid());
+            const auto st = corolock::get_lock_stats(cl);
+            BOOST_TEST(st.leases_lost == 0u);
+            BOOST_TEST(st.leases_held == 50u);
+            BOOST_TEST(st.renewals >= 100u);
+            std::cout << "cluster lock: " << st.renewals << " renewals in " << st.renewal_calls
+                      << " scripts\n";
+            for (auto& l : held) {
+                auto [rec] = co_await l.async_release(tuple_deferred);
+                BOOST_TEST(!rec, rec.message());
+            }
+            BOOST_TEST(corolock::get_lock_stats(cl).leases_held == 0u);
+            cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// A free lock whose slot is being migrated while its fence key is still on the source: the
+// acquire script's keys are split between the nodes, and the source answers TRYAGAIN. A try
+// says so (error::try_again, never "held by another"); a waiting acquire completes once the
+// migration ends.
+BOOST_AUTO_TEST_CASE(try_acquire_in_a_split_migration_says_try_again) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::string name = "lock:split";
+    const auto fence = "{lock:split}:fence";
+    const auto slot = std::to_string(key_slot(name));
+    auto& src = c.master_of(key_slot(name));
+    redis_process* dst = &c.master_of(16383);
+    if (dst == &src)
+        dst = &c.master_of(0);
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(cl, name);
+            auto [ec, l] = co_await m.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!ec, ec.message());
+            co_await l.async_release(tuple_deferred);
+            BOOST_TEST(src.command({"EXISTS", fence}) == ":1\r\n"); // kept for fencing
+            BOOST_TEST(dst->command({"CLUSTER", "SETSLOT", slot, "IMPORTING", c.id(src)}) ==
+                       "+OK\r\n");
+            BOOST_TEST(src.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", c.id(*dst)}) ==
+                       "+OK\r\n");
+            auto [tec, tl] = co_await m.async_try_acquire(tuple_deferred);
+            BOOST_TEST(tec == corolock::error::try_again, tec.message());
+            BOOST_TEST(!tl.valid());
+            // Nothing was granted: the source, lacking the key, redirects a plain EXISTS.
+            BOOST_TEST(src.command({"EXISTS", name}).starts_with("-ASK"));
+            // The migration ends while an acquire waits it out.
+            auto finish = [&]() -> awaitable<void> {
+                co_await sleep_for(300ms);
+                BOOST_TEST(src.command({"MIGRATE", "127.0.0.1", std::to_string(dst->port()), "",
+                                        "0", "5000", "KEYS", fence}) == "+OK\r\n");
+                for (auto* n : {dst, &src})
+                    BOOST_TEST(n->command({"CLUSTER", "SETSLOT", slot, "NODE", c.id(*dst)}) ==
+                               "+OK\r\n");
+            };
+            asio::co_spawn(ioc, finish(), asio::detached);
+            auto [wec, wl] = co_await m.async_acquire_for(10s, tuple_deferred);
+            BOOST_TEST_REQUIRE(!wec, wec.message());
+            BOOST_TEST(dst->command({"EXISTS", name}) == ":1\r\n");
+            BOOST_TEST(cl.stats().retries >= 1u);
+            co_await wl.async_release(tuple_deferred);
+            cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
