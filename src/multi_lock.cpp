@@ -2,6 +2,7 @@
 // The multi-lock sequences single-name acquisitions (`mutex`, with its waiting, wake-ups,
 // renewal and fencing) and holds their leases together; it has no script of its own. The
 // decisions it takes are in detail/multi_plan.hpp (pure).
+#include "detail/cluster_impl.hpp"
 #include "detail/lock_service.hpp"
 #include "detail/multi_plan.hpp"
 #include <corolock/multi_lock.hpp>
@@ -29,7 +30,7 @@ using detail::deliver;
 namespace detail {
 
 struct multi_core {
-    std::shared_ptr<connection_impl> conn;
+    std::shared_ptr<const lock_transport> conn;
     std::vector<std::string> names; // sorted
     mutex_options opts;
     error_code invalid;
@@ -38,7 +39,8 @@ struct multi_core {
 };
 
 struct multi_lease_access {
-    static multi_lease make(std::vector<lease> members, std::shared_ptr<connection_impl> conn) {
+    static multi_lease make(std::vector<lease> members,
+                            std::shared_ptr<const lock_transport> conn) {
         return multi_lease(std::move(members), std::move(conn));
     }
 };
@@ -46,7 +48,7 @@ struct multi_lease_access {
 using wait_lost_op = decltype(std::declval<lease&>().async_wait_lost(asio::deferred));
 struct multi_wait {
     std::vector<wait_lost_op> ops;
-    std::shared_ptr<connection_impl> conn;
+    std::shared_ptr<const lock_transport> conn;
 };
 
 namespace {
@@ -188,7 +190,7 @@ void multi_lease::wait_lost_impl(std::shared_ptr<detail::multi_wait> w, handler_
 }
 
 void multi_lease::release_impl(std::vector<lease> members,
-                               std::shared_ptr<detail::connection_impl> conn, handler_ec h) {
+                               std::shared_ptr<const detail::lock_transport> conn, handler_ec h) {
     // Each member's release is posted to the strand, one after the other, before the writer
     // runs: they leave in one write.
     std::vector<detail::release_op> ops;
@@ -216,12 +218,14 @@ void multi_lease::release_impl(std::vector<lease> members,
 // ---------------------------------------------------------------------------------------------
 // multi_lock
 
-multi_lock::multi_lock(connection& conn, std::vector<std::string> names, mutex_options opts)
-    : core_(std::make_shared<detail::multi_core>()) {
-    auto& c = *core_;
-    c.conn = conn.impl().shared_from_this();
+namespace detail {
+
+// The members of a multi-lock over `where` (a connection or a cluster).
+template <class Where>
+void make_members(multi_core& c, Where& where, std::vector<std::string> names, mutex_options opts) {
+    c.conn = std::make_shared<const lock_transport>(where.impl().shared_from_this());
     c.opts = opts;
-    c.invalid = detail::order_names(names);
+    c.invalid = order_names(names);
     c.names = std::move(names);
     if (c.invalid)
         return;
@@ -229,9 +233,21 @@ multi_lock::multi_lock(connection& conn, std::vector<std::string> names, mutex_o
     for (const auto& name : c.names) {
         // Checked here, for every name, so that a bad name fails before anything is sent.
         if (!c.invalid)
-            c.invalid = detail::lock_spec(detail::lock_transport(c.conn), name, opts).invalid;
-        c.mutexes.push_back(std::make_unique<mutex>(conn, name, opts));
+            c.invalid = lock_spec(*c.conn, name, opts).invalid;
+        c.mutexes.push_back(std::make_unique<mutex>(where, name, opts));
     }
+}
+
+} // namespace detail
+
+multi_lock::multi_lock(connection& conn, std::vector<std::string> names, mutex_options opts)
+    : core_(std::make_shared<detail::multi_core>()) {
+    detail::make_members(*core_, conn, std::move(names), opts);
+}
+
+multi_lock::multi_lock(cluster& cl, std::vector<std::string> names, mutex_options opts)
+    : core_(std::make_shared<detail::multi_core>()) {
+    detail::make_members(*core_, cl, std::move(names), opts);
 }
 
 multi_lock::~multi_lock() {

@@ -23,7 +23,7 @@
 namespace corolock {
 
 namespace detail {
-class connection_impl;
+class lock_transport;
 struct multi_core;
 struct multi_wait;
 struct multi_lease_access;
@@ -103,7 +103,7 @@ public:
     auto async_release(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::vector<lease> members,
-               std::shared_ptr<detail::connection_impl> conn) {
+               std::shared_ptr<const detail::lock_transport> conn) {
                 if (members.empty())
                     return detail::fail_empty(std::move(handler));
                 release_impl(std::move(members), std::move(conn), std::move(handler));
@@ -114,15 +114,16 @@ public:
 private:
     friend struct detail::multi_lease_access;
     using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
-    multi_lease(std::vector<lease> members, std::shared_ptr<detail::connection_impl> conn) noexcept
+    multi_lease(std::vector<lease> members,
+                std::shared_ptr<const detail::lock_transport> conn) noexcept
         : members_(std::move(members)), conn_(std::move(conn)) {}
     std::shared_ptr<detail::multi_wait> prepare_wait();
     static void wait_lost_impl(std::shared_ptr<detail::multi_wait> w, handler_ec h);
     static void release_impl(std::vector<lease> members,
-                             std::shared_ptr<detail::connection_impl> conn, handler_ec h);
+                             std::shared_ptr<const detail::lock_transport> conn, handler_ec h);
 
     std::vector<lease> members_; // in name order
-    std::shared_ptr<detail::connection_impl> conn_;
+    std::shared_ptr<const detail::lock_transport> conn_;
 };
 
 /// An all-or-nothing lock over several names on one connection: a handle meant to be shared,
@@ -132,8 +133,8 @@ private:
 /// names are waited for in one global order (byte-wise sorted). See doc/multi_lock.md.
 ///
 /// Thread safety: every member function may be called from any thread, concurrently.
-/// Lifetime: the connection must outlive the multi_lock. Destroying it cancels its pending
-/// acquires (`operation_aborted`); multi_leases already given out live on.
+/// Lifetime: the connection (or cluster) must outlive the multi_lock. Destroying it cancels its
+/// pending acquires (`operation_aborted`); multi_leases already given out live on.
 class COROLOCK_DECL multi_lock {
 public:
     using executor_type = boost::asio::any_io_executor;
@@ -143,6 +144,9 @@ public:
     /// No I/O. `opts` applies to every name. An empty set or a name given twice is reported by
     /// the first acquire (`invalid_argument`), an invalid name as `mutex` does.
     multi_lock(connection& conn, std::vector<std::string> names, mutex_options opts = {});
+    /// The same over a Redis Cluster: each name is locked at its own slot's master (the names
+    /// need not share a slot); the cluster must outlive the multi_lock. No I/O.
+    multi_lock(cluster& cl, std::vector<std::string> names, mutex_options opts = {});
     ~multi_lock();
     multi_lock(const multi_lock&) = delete;
     multi_lock& operator=(const multi_lock&) = delete;

@@ -7,6 +7,7 @@
 #include "common/test_config.hpp"
 #include "detail/slot_table.hpp"
 #include <corolock/cluster.hpp>
+#include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -18,6 +19,7 @@
 
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -277,6 +279,48 @@ BOOST_AUTO_TEST_CASE(try_acquire_in_a_split_migration_says_try_again) {
             BOOST_TEST(dst->command({"EXISTS", name}) == ":1\r\n");
             BOOST_TEST(cl.stats().retries >= 1u);
             co_await wl.async_release(tuple_deferred);
+            cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
+// A multi-lock over names on three masters: all held or none, and an overlapping set waits.
+BOOST_AUTO_TEST_CASE(multi_lock_over_names_on_three_masters) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::vector<std::string> names{"lock:m:a", "lock:m:b", "lock:m:c", "lock:m:d"};
+    std::set<redis_process*> owners;
+    for (const auto& n : names)
+        owners.insert(&c.master_of(key_slot(n)));
+    BOOST_REQUIRE(owners.size() >= 2u); // names on at least two masters
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::multi_lock all(cl, names);
+            corolock::multi_lock two(cl, {"lock:m:b", "lock:m:d"});
+            auto [ec, ml] = co_await all.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!ec, ec.message());
+            for (const auto& n : names)
+                BOOST_TEST(c.master_of(key_slot(n)).command({"EXISTS", n}) == ":1\r\n", n);
+            auto [tec, tl] = co_await two.async_try_acquire(tuple_deferred);
+            BOOST_TEST(!tec, tec.message());
+            BOOST_TEST(!tl.owns()); // an overlapping set: nothing is held by the try
+            BOOST_TEST(c.master_of(key_slot("lock:m:b")).command({"HGET", "lock:m:b", "token"}) ==
+                       "$" + std::to_string(std::to_string(ml.token("lock:m:b")).size()) + "\r\n" +
+                           std::to_string(ml.token("lock:m:b")) + "\r\n");
+            auto [rec] = co_await ml.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            auto [wec, wl] = co_await two.async_acquire_for(5s, tuple_deferred);
+            BOOST_TEST_REQUIRE(!wec, wec.message());
+            BOOST_TEST(c.master_of(key_slot("lock:m:a")).command({"EXISTS", "lock:m:a"}) ==
+                       ":0\r\n");
+            co_await wl.async_release(tuple_deferred);
+            for (const auto& n : names)
+                BOOST_TEST(c.master_of(key_slot(n)).command({"EXISTS", n}) == ":0\r\n", n);
             cl.cancel();
         }(),
         60s, 1, corolock::test::drain_check::off);
