@@ -326,4 +326,50 @@ BOOST_AUTO_TEST_CASE(multi_lock_over_names_on_three_masters) {
         60s, 1, corolock::test::drain_check::off);
 }
 
+// C3: the master holding a lease is SIGKILLed; its replica takes over (about 2.5 s). The holder
+// either keeps renewing on the promoted replica (the key was replicated) or is told its lease
+// is lost; another client gets the lock within seconds, with a larger fencing token.
+BOOST_AUTO_TEST_CASE(owner_master_killed_lock_works_after_failover) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::string name = "lock:failover";
+    asio::io_context ioc;
+    corolock::cluster a_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), config_for(*c.nodes()[1]), quiet());
+    a_cl.async_run(asio::detached);
+    b_cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.lease = 1500ms;
+            corolock::mutex a(a_cl, name, o);
+            corolock::mutex b(b_cl, name, o);
+            auto [ec, la] = co_await a.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!ec, ec.message());
+            const auto t_kill = clock_type::now();
+            c.master_of(key_slot(name)).kill();
+            corolock::lease lb;
+            while (clock_type::now() - t_kill < 20s && !lb.valid()) {
+                auto [bec, l] = co_await b.async_acquire_for(2s, tuple_deferred);
+                if (!bec)
+                    lb = std::move(l);
+                else if (la.valid() && !la.lost())
+                    co_await la.async_release(tuple_deferred); // the key survived: free it
+            }
+            BOOST_TEST_REQUIRE(lb.valid());
+            std::cout << "cluster lock: lock taken by another client "
+                      << ms(clock_type::now() - t_kill) << " ms after SIGKILL of its master\n";
+            // Never two valid leases: A was released, or told lost, before B got in.
+            BOOST_TEST(!la.valid());
+            BOOST_TEST(lb.token() > la.token());
+            auto [rec] = co_await lb.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            a_cl.cancel();
+            b_cl.cancel();
+        }(),
+        90s, 1, corolock::test::drain_check::off);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
