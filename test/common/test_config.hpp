@@ -6,7 +6,9 @@
 #include <corolock/config.hpp>
 #include <corolock/logger.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <functional>
@@ -16,6 +18,9 @@
 #include <vector>
 
 namespace corolock::test {
+
+// `co_await op(tuple_deferred)`: the error code comes back in the tuple, never thrown.
+inline constexpr auto tuple_deferred = boost::asio::as_tuple(boost::asio::deferred);
 
 // A connection to `srv` tuned for tests: faults are noticed and repaired within a few hundred
 // milliseconds (health check 200 ms, reconnect 20..200 ms, connect timeout 1 s).

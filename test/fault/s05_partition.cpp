@@ -45,7 +45,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 constexpr auto tuple_use_awaitable = asio::as_tuple(asio::use_awaitable);
 constexpr auto lease = 1000ms;
 constexpr auto renewal_period = lease / 3;

@@ -44,7 +44,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 constexpr auto lease = 1000ms;
 constexpr auto slack = 150ms; // scheduler slack on a loaded 2-core machine
 

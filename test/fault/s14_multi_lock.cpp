@@ -5,6 +5,7 @@
 // cancelled at a random point. Totals are conserved exactly (no two holders of a name ever
 // overlap), nothing deadlocks, every acquire completes by its deadline (or is cancelled; within
 // 150 ms plus the worker's own measured event-loop lag), and no lock key is left at the end.
+#include "common/test_config.hpp"
 #include "harness.hpp"
 #include <corolock/multi_lock.hpp>
 
@@ -35,7 +36,7 @@ namespace {
 
 constexpr int names = 10;
 constexpr std::int64_t units_per_name = 1000;
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 // A completion counts as late when it comes this long after its deadline plus the worst lag of
 // the worker's own event loop (a probe timer's overshoot, measured alongside: on a loaded
 // machine every timer of the worker fires late, the lock's too). A deadline that is not honoured

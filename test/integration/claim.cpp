@@ -37,7 +37,7 @@ using corolock::test::sleep_for;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 // Two connections to one server, running for the length of a test body.
 struct fixture {

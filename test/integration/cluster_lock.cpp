@@ -37,7 +37,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 corolock::cluster_config config_for(redis_process& seed) {
     corolock::cluster_config cfg;

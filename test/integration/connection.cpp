@@ -44,7 +44,7 @@ using corolock::test::sleep_for;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 // Starts async_run and records how it ended.
 struct runner {

@@ -37,7 +37,7 @@ using corolock::test::sleep_for;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 // The owner id Redis keeps for `key` (the secret no log line may show).
 std::string owner_of(redis_process& srv, const std::string& key) {

@@ -45,7 +45,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 mutex_options lease_of(clock_type::duration lease) {
     mutex_options o;

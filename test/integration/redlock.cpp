@@ -47,7 +47,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 const std::string nil = "$-1\r\n";
 

@@ -34,7 +34,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 
 corolock::connection_config config_for(const std::vector<corolock::address>& sentinels,
                                        std::string master = "m1") {

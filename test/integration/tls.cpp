@@ -59,7 +59,7 @@ using corolock::test::sleep_for;
 
 namespace {
 
-constexpr auto tuple_deferred = asio::as_tuple(asio::deferred);
+using corolock::test::tuple_deferred;
 using clock_type = std::chrono::steady_clock;
 
 long long ms(clock_type::duration d) {
