@@ -453,10 +453,20 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
         add_wait(call->req, strictest->wait_replicas, strictest->wait_ms);
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
     const std::string_view route_key = batch.front()->spec->name; // before batch moves
+    const bool several = batch.size() > 1;
     io_.eval(
         renew_script(), route_key, call->req, call->resp,
         [self = shared_from_this(), batch = std::move(batch), call, sent,
          waited = strictest != nullptr](error_code ec) {
+            // TRYAGAIN (a cluster): the batch's slot is being migrated and its keys are split
+            // between the two nodes. Each lease alone: an ASK takes the moved ones to the
+            // importing node, the others run where they are.
+            if (ec == error::try_again && batch.size() > 1) {
+                for (const auto& s : batch)
+                    if (lease_table::contains(*s))
+                        self->renew({s});
+                return;
+            }
             const auto now = clock::now();
             if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
                 self->stats_.renewal_rtt.observe(now - sent); // answered, if only with an error
@@ -494,7 +504,8 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                     earliest = std::min(earliest, lease_table::next_event(s));
             }
             self->replan(earliest);
-        });
+        },
+        several);
 }
 
 void lock_service::on_connection_stopped() {

@@ -372,4 +372,62 @@ BOOST_AUTO_TEST_CASE(owner_master_killed_lock_works_after_failover) {
         90s, 1, corolock::test::drain_check::off);
 }
 
+// Leases in one slot share a renew script. While their slot is half migrated (one key moved),
+// that script is answered TRYAGAIN: the batch is split and each lease renewed alone, the moved
+// one through ASK at the importing node. None is lost while the migration stays half done.
+BOOST_AUTO_TEST_CASE(renewal_batch_in_a_half_migrated_slot_is_split) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::vector<std::string> names{"{tag}:a", "{tag}:b", "{tag}:c"};
+    const auto slot = std::to_string(key_slot("{tag}"));
+    auto& src = c.master_of(key_slot("{tag}"));
+    redis_process* dst = &c.master_of(16383);
+    if (dst == &src)
+        dst = &c.master_of(0);
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.lease = 900ms; // a renewal every 300 ms
+            std::vector<std::unique_ptr<corolock::mutex>> ms;
+            std::vector<corolock::lease> held;
+            for (const auto& n : names) {
+                ms.push_back(std::make_unique<corolock::mutex>(cl, n, o));
+                auto [ec, l] = co_await ms.back()->async_acquire(tuple_deferred);
+                BOOST_TEST_REQUIRE(!ec, ec.message());
+                held.push_back(std::move(l));
+            }
+            BOOST_TEST(dst->command({"CLUSTER", "SETSLOT", slot, "IMPORTING", c.id(src)}) ==
+                       "+OK\r\n");
+            BOOST_TEST(src.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", c.id(*dst)}) ==
+                       "+OK\r\n");
+            const auto port = std::to_string(dst->port());
+            BOOST_TEST(src.command({"MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS",
+                                    "{tag}:a"}) == "+OK\r\n");
+            co_await sleep_for(2500ms); // almost three leases, half migrated
+            for (auto& l : held)
+                BOOST_TEST(l.valid());
+            BOOST_TEST(corolock::get_lock_stats(cl).leases_lost == 0u);
+            BOOST_TEST(cl.stats().asks >= 1u); // "{tag}:a" renewed at the importing node
+            BOOST_TEST(src.command({"MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS",
+                                    "{tag}:b", "{tag}:c", "{tag}:a:fence", "{tag}:b:fence",
+                                    "{tag}:c:fence"}) == "+OK\r\n");
+            for (auto* n : {dst, &src})
+                BOOST_TEST(n->command({"CLUSTER", "SETSLOT", slot, "NODE", c.id(*dst)}) ==
+                           "+OK\r\n");
+            for (auto& l : held) {
+                auto [rec] = co_await l.async_release(tuple_deferred);
+                BOOST_TEST(!rec, rec.message());
+            }
+            for (const auto& n : names)
+                BOOST_TEST(dst->command({"EXISTS", n}) == ":0\r\n", n);
+            cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
