@@ -29,12 +29,12 @@ std::shared_ptr<const request> eval_form(const script& s, const request& req) {
 } // namespace
 
 lock_transport::lock_transport(std::shared_ptr<connection_impl> c)
-    : conn_(std::move(c)), executor_(conn_->executor()), strand_(conn_->strand()),
+    : conn_(c.get()), keep_(std::move(c)), executor_(conn_->executor()), strand_(conn_->strand()),
       log_(&conn_->log()) {}
 
 lock_transport::lock_transport(std::shared_ptr<cluster_impl> c)
-    : cluster_(std::move(c)), executor_(cluster_->executor()), strand_(cluster_->strand()),
-      log_(&cluster_->log()) {}
+    : cluster_(c.get()), keep_(std::move(c)), executor_(cluster_->executor()),
+      strand_(cluster_->strand()), log_(&cluster_->log()) {}
 
 void lock_transport::eval_routed(const script& s, std::string_view key, const request& req,
                                  generic_response& resp,
@@ -53,7 +53,7 @@ void lock_transport::exec(std::string_view key, std::shared_ptr<const request> r
                           response_adapter out,
                           asio::any_completion_handler<void(error_code, std::size_t)> h) const {
     if (conn_)
-        return start_exec(conn_, *req, out, std::move(h));
+        return start_exec(conn_->shared_from_this(), *req, out, std::move(h));
     cluster_->start_route(key_slot(key), std::move(req), nullptr, out, std::move(h));
 }
 
@@ -61,7 +61,7 @@ void lock_transport::start_eval(const script& s, std::string_view key, std::shar
                                 generic_response& resp,
                                 asio::any_completion_handler<void(error_code)> h) const {
     if (conn_)
-        return detail::start_eval(conn_, s, std::move(req), resp, std::move(h));
+        return detail::start_eval(conn_->shared_from_this(), s, std::move(req), resp, std::move(h));
     auto eval = eval_form(s, *req);
     auto cslot = asio::get_associated_cancellation_slot(h);
     auto ex = asio::get_associated_executor(h, executor_);

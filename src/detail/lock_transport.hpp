@@ -20,8 +20,16 @@ class cluster_impl;
 
 class lock_transport {
 public:
+    // These keep their connection or cluster alive (a mutex's spec does).
     explicit lock_transport(std::shared_ptr<connection_impl> c);
     explicit lock_transport(std::shared_ptr<cluster_impl> c);
+    // The same target, not kept alive: for the lock service, which its connection or cluster
+    // owns (owning it back would be a cycle, and neither would ever be freed).
+    lock_transport borrowed() const {
+        auto t = *this;
+        t.keep_.reset();
+        return t;
+    }
 
     const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
     // The strand every lock decision runs on (the connection's, or the cluster's).
@@ -29,7 +37,7 @@ public:
     const logger& log() const noexcept { return *log_; }
     // Releases publish with SPUBLISH and waiters subscribe with SSUBSCRIBE (a cluster).
     bool sharded() const noexcept { return cluster_ != nullptr; }
-    cluster_impl* cluster() const noexcept { return cluster_.get(); }
+    cluster_impl* cluster() const noexcept { return cluster_; }
 
     // Strand only. Runs a lock script whose keys share `key`'s slot: `req` as built (EVALSHA,
     // then EVAL once on NOSCRIPT; or EVAL), then `done(ec)` on the strand. `s`, `req` and `resp`
@@ -63,8 +71,9 @@ private:
                      boost::asio::any_completion_handler<void(error_code)> done,
                      bool try_once) const;
 
-    std::shared_ptr<connection_impl> conn_;
-    std::shared_ptr<cluster_impl> cluster_;
+    connection_impl* conn_ = nullptr;
+    cluster_impl* cluster_ = nullptr;
+    std::shared_ptr<void> keep_; // empty when borrowed
     boost::asio::any_io_executor executor_;
     boost::asio::any_io_executor strand_;
     const logger* log_;
