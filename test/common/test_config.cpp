@@ -23,6 +23,18 @@ connection_config config_for(const redis_process& srv) {
     return cfg;
 }
 
+cluster_config cluster_config_for(const redis_process& seed) {
+    cluster_config cfg;
+    cfg.seeds.push_back({seed.host(), std::to_string(seed.port())});
+    cfg.node.health_check_interval = 500ms;
+    cfg.node.connect_timeout = 500ms;
+    cfg.node.reconnect_wait = 50ms;
+    cfg.node.reconnect_wait_max = 200ms;
+    cfg.refresh_interval = 1s;
+    cfg.refresh_timeout = 500ms;
+    return cfg;
+}
+
 logger quiet() {
     return {logger::level::off, {}};
 }

@@ -3,6 +3,7 @@
 #define COROLOCK_TEST_COMMON_TEST_CONFIG_HPP
 
 #include "common/redis_process.hpp"
+#include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/logger.hpp>
 
@@ -25,6 +26,10 @@ inline constexpr auto tuple_deferred = boost::asio::as_tuple(boost::asio::deferr
 // A connection to `srv` tuned for tests: faults are noticed and repaired within a few hundred
 // milliseconds (health check 200 ms, reconnect 20..200 ms, connect timeout 1 s).
 connection_config config_for(const redis_process& srv);
+
+// A cluster client seeded with `seed`, tuned for tests: node health check 500 ms, connect
+// timeout 500 ms, reconnect 50..200 ms, map refresh every 1 s (timeout 500 ms).
+cluster_config cluster_config_for(const redis_process& seed);
 
 // A logger that prints nothing (tests provoke failures on purpose).
 logger quiet();

@@ -42,20 +42,14 @@ using corolock::test::run_coroutine_test;
 
 namespace {
 
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-
-corolock::cluster_config config_for(redis_process& seed) {
-    corolock::cluster_config cfg;
-    cfg.seeds.push_back({seed.host(), std::to_string(seed.port())});
-    cfg.node.health_check_interval = 500ms;
-    cfg.node.connect_timeout = 500ms;
-    cfg.node.reconnect_wait = 50ms;
-    cfg.node.reconnect_wait_max = 200ms;
+// Requests wait for a node's connection 500 ms at most: a dead node fails them quickly.
+corolock::cluster_config fast_fail_config(const redis_process& seed) {
+    auto cfg = corolock::test::cluster_config_for(seed);
     cfg.node.max_wait_for_connection = 500ms;
-    cfg.refresh_interval = 1s;
-    cfg.refresh_timeout = 500ms;
     return cfg;
 }
+
+constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 
 // A key whose slot is below `limit` (redis-cli --cluster reshard moves a master's lowest slots).
 std::string key_below(std::uint16_t limit) {
@@ -97,7 +91,7 @@ BOOST_AUTO_TEST_CASE(routes_by_slot_and_follows_moved_after_reshard) {
         return;
     cluster_fixture f;
     asio::io_context ioc;
-    corolock::cluster cl(ioc.get_executor(), config_for(*f.c->nodes()[0]), quiet());
+    corolock::cluster cl(ioc.get_executor(), fast_fail_config(*f.c->nodes()[0]), quiet());
     const auto key = key_below(50); // moved by the reshard below
     auto& owner = f.c->master_of(key_slot(key));
     // The last slot is served by another master (3 masters: 0-5460, 5461-10922, 10923-16383).
@@ -182,7 +176,7 @@ BOOST_AUTO_TEST_CASE(a_killed_master_fails_over_and_requests_reach_the_new_one) 
         return;
     cluster_fixture f;
     asio::io_context ioc;
-    corolock::cluster cl(ioc.get_executor(), config_for(*f.c->nodes()[0]), quiet());
+    corolock::cluster cl(ioc.get_executor(), fast_fail_config(*f.c->nodes()[0]), quiet());
     const std::string key = "{failover}";
     auto& owner = f.c->master_of(key_slot(key));
     run_coroutine_test(

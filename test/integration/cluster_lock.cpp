@@ -28,6 +28,7 @@ using namespace std::chrono_literals;
 using asio::awaitable;
 using corolock::error_code;
 using corolock::detail::key_slot;
+using corolock::test::cluster_config_for;
 using corolock::test::quiet;
 using corolock::test::redis_cluster;
 using corolock::test::redis_process;
@@ -38,18 +39,6 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 using corolock::test::tuple_deferred;
-
-corolock::cluster_config config_for(redis_process& seed) {
-    corolock::cluster_config cfg;
-    cfg.seeds.push_back({seed.host(), std::to_string(seed.port())});
-    cfg.node.health_check_interval = 500ms;
-    cfg.node.connect_timeout = 500ms;
-    cfg.node.reconnect_wait = 50ms;
-    cfg.node.reconnect_wait_max = 200ms;
-    cfg.refresh_interval = 1s;
-    cfg.refresh_timeout = 500ms;
-    return cfg;
-}
 
 // Waiters retry on their own only every 5 s: a faster grant came from a release message.
 corolock::mutex_options slow_retry(clock_type::duration lease) {
@@ -83,8 +72,8 @@ BOOST_AUTO_TEST_CASE(waiter_is_woken_by_spublish_and_tokens_grow) {
         return;
     redis_cluster c;
     asio::io_context ioc;
-    corolock::cluster a_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
-    corolock::cluster b_cl(ioc.get_executor(), config_for(*c.nodes()[1]), quiet());
+    corolock::cluster a_cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), cluster_config_for(*c.nodes()[1]), quiet());
     a_cl.async_run(asio::detached);
     b_cl.async_run(asio::detached);
     run_coroutine_test(
@@ -137,8 +126,8 @@ BOOST_AUTO_TEST_CASE(held_lease_survives_reshard_of_its_slot) {
     redis_process* to = &c.master_of(16383);
     BOOST_REQUIRE(to != &from);
     asio::io_context ioc;
-    corolock::cluster a_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
-    corolock::cluster b_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster a_cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
     a_cl.async_run(asio::detached);
     b_cl.async_run(asio::detached);
     run_coroutine_test(
@@ -194,7 +183,7 @@ BOOST_AUTO_TEST_CASE(leases_in_many_slots_keep_renewing) {
         return;
     redis_cluster c;
     asio::io_context ioc;
-    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
     cl.async_run(asio::detached);
     run_coroutine_test(
         ioc,
@@ -245,7 +234,7 @@ BOOST_AUTO_TEST_CASE(try_acquire_in_a_split_migration_says_try_again) {
     if (dst == &src)
         dst = &c.master_of(0);
     asio::io_context ioc;
-    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
     cl.async_run(asio::detached);
     run_coroutine_test(
         ioc,
@@ -295,7 +284,7 @@ BOOST_AUTO_TEST_CASE(multi_lock_over_names_on_three_masters) {
         owners.insert(&c.master_of(key_slot(n)));
     BOOST_REQUIRE(owners.size() >= 2u); // names on at least two masters
     asio::io_context ioc;
-    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
     cl.async_run(asio::detached);
     run_coroutine_test(
         ioc,
@@ -335,8 +324,8 @@ BOOST_AUTO_TEST_CASE(owner_master_killed_lock_works_after_failover) {
     redis_cluster c;
     const std::string name = "lock:failover";
     asio::io_context ioc;
-    corolock::cluster a_cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
-    corolock::cluster b_cl(ioc.get_executor(), config_for(*c.nodes()[1]), quiet());
+    corolock::cluster a_cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), cluster_config_for(*c.nodes()[1]), quiet());
     a_cl.async_run(asio::detached);
     b_cl.async_run(asio::detached);
     run_coroutine_test(
@@ -386,7 +375,7 @@ BOOST_AUTO_TEST_CASE(renewal_batch_in_a_half_migrated_slot_is_split) {
     if (dst == &src)
         dst = &c.master_of(0);
     asio::io_context ioc;
-    corolock::cluster cl(ioc.get_executor(), config_for(*c.nodes()[0]), quiet());
+    corolock::cluster cl(ioc.get_executor(), cluster_config_for(*c.nodes()[0]), quiet());
     cl.async_run(asio::detached);
     run_coroutine_test(
         ioc,
