@@ -300,7 +300,9 @@ cluster_impl::route(std::uint16_t slot, const request& req, const request* eval,
         const std::size_t skip = asking ? 1 : 0; // ASKING's own +OK
         const auto text = redirect_text(resp, skip);
         // Each node has its own script cache: NOSCRIPT sends the EVAL form to the same node.
-        if (!ec && eval && current != eval && text.starts_with("NOSCRIPT")) {
+        // Only the script's own reply counts: what the library sends after it in the same
+        // request (WAIT, for replica acknowledgement) changes no data, so it may run twice.
+        if (!ec && eval && current != eval && first_is_noscript(resp, skip)) {
             current = eval;
             if (asking)
                 ask = target;
@@ -344,6 +346,17 @@ cluster_impl::route(std::uint16_t slot, const request& req, const request* eval,
             break;
         }
     }
+}
+
+bool cluster_impl::first_is_noscript(const generic_response& resp, std::size_t skip) {
+    std::size_t reply = 0;
+    for (const auto& n : resp) {
+        if (n.depth != 0)
+            continue;
+        if (reply++ == skip)
+            return resp3::is_error(n.data_type) && n.value.starts_with("NOSCRIPT");
+    }
+    return false;
 }
 
 std::string cluster_impl::redirect_text(const generic_response& resp, std::size_t skip) {

@@ -92,6 +92,8 @@ private:
     // The error text that decides a re-send, or empty when some command of the request may have
     // run (see redirect_policy).
     static std::string redirect_text(const generic_response& resp, std::size_t skip);
+    // Whether the reply after the first `skip` ones (the script's) is a NOSCRIPT error.
+    static bool first_is_noscript(const generic_response& resp, std::size_t skip);
     // Feeds the replies after the first `skip` to the caller's adapter.
     static error_code replay(const generic_response& resp, std::size_t skip, response_adapter out);
 

@@ -128,7 +128,7 @@ std::string redis_cluster::id(const redis_process& node) const {
 
 redis_process& redis_cluster::master_of(std::uint16_t slot) {
     for (auto& asked : nodes_) {
-        if (!asked->running())
+        if (!asked->running() || asked->paused())
             continue;
         // CLUSTER NODES: <id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <state>
         // <slots...>

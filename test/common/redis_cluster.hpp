@@ -27,7 +27,8 @@ public:
     std::vector<std::unique_ptr<redis_process>>& nodes() noexcept { return nodes_; }
     // CLUSTER MYID of a node.
     std::string id(const redis_process& node) const;
-    // The running node that is master of `slot` now (by CLUSTER NODES on a running node);
+    // The running node that is master of `slot` now (by CLUSTER NODES on a running node that is
+    // not paused);
     // throws when none is.
     redis_process& master_of(std::uint16_t slot);
     // Waits until every running node reports cluster_state:ok and every running replica has its

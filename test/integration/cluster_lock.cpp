@@ -18,7 +18,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +31,7 @@ using asio::awaitable;
 using corolock::error_code;
 using corolock::detail::key_slot;
 using corolock::test::cluster_config_for;
+using corolock::test::eventually;
 using corolock::test::quiet;
 using corolock::test::redis_cluster;
 using corolock::test::redis_process;
@@ -56,6 +59,14 @@ std::string name_below(std::uint16_t limit) {
         if (key_slot(n) < limit)
             return n;
     }
+}
+
+// A node of `c` other than `node` (a seed that stays up when `node` is faulted).
+redis_process& other_than(redis_cluster& c, const redis_process& node) {
+    for (auto& n : c.nodes())
+        if (n.get() != &node)
+            return *n;
+    throw std::logic_error("a cluster of one node");
 }
 
 std::int64_t ms(clock_type::duration d) {
@@ -417,6 +428,163 @@ BOOST_AUTO_TEST_CASE(renewal_batch_in_a_half_migrated_slot_is_split) {
             cl.cancel();
         }(),
         60s, 1, corolock::test::drain_check::off);
+}
+
+// C4: the master of a lock's slot is paused (SIGSTOP) and an acquire is queued on its socket.
+// The client's health check drops that connection; the queued attempt's outcome is unknown, so
+// it is undone and a fresh attempt reaches the replica promoted meanwhile. When the old master
+// resumes it may still run the queued script, but it rejoins as a replica and takes the new
+// master's data: the lock has one holder, whose lease keeps renewing.
+BOOST_AUTO_TEST_CASE(paused_master_acquire_queued_during_the_pause) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::string name = "lock:paused";
+    auto& old_master = c.master_of(key_slot(name));
+    auto& seed = other_than(c, old_master);
+    asio::io_context ioc;
+    corolock::cluster a_cl(ioc.get_executor(), cluster_config_for(seed), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), cluster_config_for(seed), quiet());
+    a_cl.async_run(asio::detached);
+    b_cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.lease = 3s; // a renewal every second
+            corolock::mutex a(a_cl, name, o);
+            corolock::mutex b(b_cl, name, o);
+            { // both clients connected to the slot's master, the scripts loaded
+                auto [ec, l] = co_await a.async_acquire(tuple_deferred);
+                BOOST_TEST_REQUIRE(!ec, ec.message());
+                co_await l.async_release(tuple_deferred);
+                auto [tec, tl] = co_await b.async_try_acquire(tuple_deferred);
+                BOOST_TEST_REQUIRE(tl.valid());
+                co_await tl.async_release(tuple_deferred);
+            }
+            old_master.pause();
+            const auto paused = clock_type::now();
+            auto [ec, la] = co_await a.async_acquire_for(30s, tuple_deferred);
+            BOOST_TEST_REQUIRE(!ec, ec.message());
+            std::cout << "cluster lock: acquire queued on a paused master granted "
+                      << ms(clock_type::now() - paused) << " ms after the pause\n";
+            auto& new_master = c.master_of(key_slot(name));
+            BOOST_TEST_REQUIRE(&new_master != &old_master); // granted by the promoted replica
+            BOOST_TEST(new_master.command({"EXISTS", name}) == ":1\r\n");
+            old_master.resume();
+            // The old master rejoins as a replica (polled: blocking this thread would stop
+            // the watchdog).
+            const bool rejoined = co_await eventually(
+                [&] { return old_master.command({"ROLE"}).find("slave") != std::string::npos; },
+                30s, 100ms);
+            BOOST_TEST_REQUIRE(rejoined);
+            co_await sleep_for(2500ms); // the queued script has run, or never will; renewals go on
+            BOOST_TEST(la.valid());
+            BOOST_TEST(!la.lost());
+            BOOST_TEST(corolock::get_lock_stats(a_cl).leases_lost == 0u);
+            auto [tec, tl] = co_await b.async_try_acquire(tuple_deferred);
+            BOOST_TEST(!tec, tec.message());
+            BOOST_TEST(!tl.valid()); // one holder: A
+            auto [rec] = co_await la.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            auto [bec, lb] = co_await b.async_acquire_for(5s, tuple_deferred);
+            BOOST_TEST_REQUIRE(!bec, bec.message());
+            BOOST_TEST(lb.token() > la.token());
+            co_await lb.async_release(tuple_deferred);
+            BOOST_TEST(new_master.command({"EXISTS", name}) == ":0\r\n"); // no orphan
+            a_cl.cancel();
+            b_cl.cancel();
+        }(),
+        90s, 1, corolock::test::drain_check::off);
+}
+
+// C3 with replica acknowledgement: acquires of fresh names stream to one master, each with
+// `replica_sync{1, ...}`, until that master is SIGKILLed, and on after its replica took over
+// (and the killed master, restarted, became the replica the new master needs to grant). Every
+// grant the client was given is on the promoted replica: 0 lost grants; and the tokens of one
+// name acquired again and again only grow.
+BOOST_AUTO_TEST_CASE(killed_master_with_replica_sync_loses_no_grant) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const auto slot = key_slot("{rs}");
+    auto& old_master = c.master_of(slot);
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), cluster_config_for(other_than(c, old_master)),
+                         quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.lease = 60s; // fixed: the grants must outlive the test, never renewed
+            o.watchdog = false;
+            o.replica_sync = {1, 500ms};
+            std::vector<std::unique_ptr<corolock::mutex>> ms_;
+            std::vector<std::pair<std::string, corolock::lease>> granted;
+            std::map<std::string, int> failures;
+            std::size_t before_kill = 0;
+            std::optional<clock_type::time_point> killed;
+            clock_type::time_point first_after{};
+            corolock::mutex seq(cl, "{rs}:seq", o);
+            std::uint64_t last_token = 0;
+            bool tokens_grow = true;
+            const auto start = clock_type::now();
+            for (int i = 0; clock_type::now() - start < 40s; ++i) {
+                if (!killed && clock_type::now() - start > 500ms) {
+                    before_kill = granted.size();
+                    old_master.kill();
+                    killed = clock_type::now();
+                }
+                // The promoted replica has no replica of its own (every WAIT answers 0) until
+                // the killed master comes back as one.
+                if (killed && !old_master.running() && clock_type::now() - *killed > 4s)
+                    old_master.start();
+                const auto name = "{rs}:" + std::to_string(i);
+                ms_.push_back(std::make_unique<corolock::mutex>(cl, name, o));
+                auto [ec, l] = co_await ms_.back()->async_acquire_for(3s, tuple_deferred);
+                if (ec) {
+                    ++failures[ec.message()];
+                    continue;
+                }
+                granted.emplace_back(name, std::move(l));
+                // One name acquired and released again and again: its tokens only grow.
+                auto [sec, sl] = co_await seq.async_acquire_for(3s, tuple_deferred);
+                if (!sec) {
+                    tokens_grow = tokens_grow && sl.token() > last_token;
+                    last_token = sl.token();
+                    co_await sl.async_release(tuple_deferred);
+                }
+                if (killed && first_after == clock_type::time_point{})
+                    first_after = clock_type::now();
+                if (killed && granted.size() >= before_kill + 50)
+                    break;
+            }
+            std::cout << "cluster lock: replica_sync 1: failed attempts:";
+            for (auto& [what, n] : failures)
+                std::cout << " " << n << " x " << what << ";";
+            std::cout << "\n";
+            BOOST_TEST_REQUIRE(killed.has_value());
+            BOOST_TEST_REQUIRE(granted.size() >= before_kill + 50); // the cluster serves again
+            auto& new_master = c.master_of(slot);
+            BOOST_TEST_REQUIRE(&new_master != &old_master);
+            std::size_t lost = 0;
+            for (auto& [name, l] : granted)
+                if (new_master.command({"EXISTS", name}) != ":1\r\n")
+                    ++lost;
+            std::cout << "cluster lock: replica_sync 1: " << before_kill
+                      << " grants before SIGKILL of the master, " << granted.size() - before_kill
+                      << " after (the first " << ms(first_after - *killed)
+                      << " ms after it, the old master restarted 4 s after), lost grants: " << lost
+                      << "\n";
+            BOOST_TEST(before_kill > 0u);
+            BOOST_TEST(lost == 0u);
+            BOOST_TEST(tokens_grow, "a token of {rs}:seq repeated or went back");
+            for (auto& [name, l] : granted)
+                co_await l.async_release(tuple_deferred);
+            cl.cancel();
+        }(),
+        120s, 1, corolock::test::drain_check::off);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
