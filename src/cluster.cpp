@@ -70,6 +70,13 @@ std::shared_ptr<connection_impl> cluster_impl::node(const cluster_node& n) {
     cfg.unix_socket.clear();
     auto conn = std::make_shared<connection_impl>(user_ex_, tls_, std::move(cfg), log_);
     conn->use_sharded_pubsub();
+    // An unreachable node may have left the cluster or lost its slots: a fresh map soon lets
+    // the requests waiting for it go to the new owner (apply, below).
+    conn->on_connect_failure([weak = weak_from_this()] {
+        if (auto self = weak.lock())
+            asio::post(self->strand_,
+                       [self] { self->schedule_refresh(self->cfg_.try_again_delay); });
+    });
     nodes_.emplace(key, node_entry{conn, 0});
     open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
     log_.log(logger::level::info, "cluster: opening a connection to " + key);
@@ -149,9 +156,8 @@ awaitable<error_code> cluster_impl::run() {
     }
 }
 
-void cluster_impl::schedule_refresh() {
-    if (refreshing_ || stopped_ ||
-        std::chrono::steady_clock::now() - last_refresh_ < refresh_min_gap)
+void cluster_impl::schedule_refresh(std::chrono::steady_clock::duration min_gap) {
+    if (refreshing_ || stopped_ || std::chrono::steady_clock::now() - last_refresh_ < min_gap)
         return;
     asio::co_spawn(
         strand_,
@@ -237,7 +243,14 @@ void cluster_impl::apply(slot_table fresh) {
                         [&](const cluster_node& m) { return m.address() == it->first; });
         if (master) {
             it->second.absent = 0;
-        } else if (++it->second.absent >= 2) {
+            ++it;
+            continue;
+        }
+        // Every slot has a master elsewhere: requests still waiting for this node's connection
+        // (never written) go by the new map now, not after max_wait_for_connection.
+        if (table_.covered() == slot_count)
+            it->second.conn->fail_waiting(error::not_connected);
+        if (++it->second.absent >= 2) {
             log_.log(logger::level::info,
                      "cluster: closing the connection to " + it->first + " (no longer a master)");
             it->second.conn->stop();
@@ -325,7 +338,7 @@ cluster_impl::route(std::uint16_t slot, const request& req, const request* eval,
                 log_.log(logger::level::debug, os.str());
             }
             table_.assign(d.target.slot, d.target.slot, d.target.node);
-            schedule_refresh();
+            schedule_refresh(refresh_min_gap);
             break;
         case redirect_policy::action::ask:
             asks_.fetch_add(1, std::memory_order_relaxed);

@@ -337,6 +337,8 @@ awaitable<error_code> connection_impl::run() {
                 log_.log(logger::level::warning, os.str());
             }
             last_connect_error_ = ec;
+            if (connect_failure_hook_)
+                connect_failure_hook_();
         }
         last = ec;
         if (stopping_)
@@ -610,6 +612,13 @@ awaitable<void> connection_impl::reaper() {
                                          ? error_code(error::auth_failed)
                                          : error_code(error::not_connected));
     }
+}
+
+void connection_impl::fail_waiting(error_code ec) {
+    asio::post(strand_, [self = shared_from_this(), ec] {
+        if (!self->connected_)
+            self->mpx_.fail_waiting_before(clock::time_point::max(), ec);
+    });
 }
 
 void connection_impl::on_connected() {

@@ -55,8 +55,8 @@ public:
     const slot_table& table() const noexcept { return table_; }
     // Asks for the topology now, or waits for the question in flight.
     boost::asio::awaitable<void> refresh();
-    // Starts a refresh in the background unless one ran within the last second.
-    void schedule_refresh();
+    // Starts a refresh in the background unless one ran within `min_gap`.
+    void schedule_refresh(std::chrono::steady_clock::duration min_gap);
     bool stopped() const noexcept { return stopped_; }
 
     // The lock layer's state, as connection_impl::lock_service (any thread); `hook` runs on the

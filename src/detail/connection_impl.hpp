@@ -233,6 +233,12 @@ public:
     }
     // Subscriptions use SSUBSCRIBE/SUNSUBSCRIBE (a cluster node). Call before start_run.
     void use_sharded_pubsub() noexcept { sharded_pubsub_ = true; }
+    // Called on the strand after each failed connect attempt (a cluster node: its owner asks
+    // for a fresh map). Call before start_run.
+    void on_connect_failure(std::function<void()> f) { connect_failure_hook_ = std::move(f); }
+    // While not connected, fails every request not yet written with `ec` (any thread): they
+    // never reached the server, so their owner may send them elsewhere.
+    void fail_waiting(error_code ec);
     // True once async_run has ended (or cancel() came first): requests fail at once. Strand only.
     bool stopped() const noexcept { return stopped_; }
     std::shared_ptr<void> existing_lock_service() {
@@ -314,6 +320,7 @@ private:
     std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
     std::function<void()> stop_hook_;
+    std::function<void()> connect_failure_hook_;
 
     std::optional<sentinel_list> sentinels_; // with connection_config::sentinel on
     address master_;                         // where the current (or last) connect went

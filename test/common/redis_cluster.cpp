@@ -104,14 +104,22 @@ int redis_cluster::cli(const std::vector<std::string>& args, std::string* out,
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+namespace {
+
+std::unique_ptr<redis_process> make_node() {
+    return std::make_unique<redis_process>(std::vector<std::string>{
+        "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-config-file",
+        "nodes.conf",
+        // A replica may always take over, however long ago it last heard its master (the
+        // default refuses after 10 node timeouts, which a loaded test machine can reach).
+        "--cluster-replica-validity-factor", "0"});
+}
+
+} // namespace
+
 redis_cluster::redis_cluster(std::size_t masters, std::size_t replicas) {
     for (std::size_t i = 0; i < masters * (1 + replicas); ++i)
-        nodes_.push_back(std::make_unique<redis_process>(std::vector<std::string>{
-            "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-config-file",
-            "nodes.conf",
-            // A replica may always take over, however long ago it last heard its master (the
-            // default refuses after 10 node timeouts, which a loaded test machine can reach).
-            "--cluster-replica-validity-factor", "0"}));
+        nodes_.push_back(make_node());
     std::vector<std::string> args{"--cluster", "create"};
     for (auto& n : nodes_)
         args.push_back(addr(*n));
@@ -188,6 +196,51 @@ void redis_cluster::wait_ok(std::chrono::milliseconds timeout) {
             throw std::runtime_error("the cluster did not reach cluster_state:ok in time");
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+}
+
+redis_process& redis_cluster::start_node() {
+    nodes_.push_back(make_node());
+    return *nodes_.back();
+}
+
+void redis_cluster::add_master(redis_process& fresh) {
+    redis_process* seed = nullptr;
+    for (auto& n : nodes_)
+        if (n.get() != &fresh && n->running() && !n->paused())
+            seed = n.get();
+    if (!seed)
+        throw std::runtime_error("add_master: no running node to join");
+    std::string out;
+    if (cli({"--cluster", "add-node", addr(fresh), addr(*seed)}, &out) != 0)
+        throw std::runtime_error("redis-cli --cluster add-node failed:\n" + out);
+    const auto fresh_id = id(fresh);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    for (;;) {
+        bool known = true;
+        for (auto& n : nodes_)
+            if (n->running() && !n->paused() &&
+                bulk(n->command({"CLUSTER", "NODES"})).find(fresh_id) == std::string::npos)
+                known = false;
+        if (known)
+            break;
+        if (std::chrono::steady_clock::now() > deadline)
+            throw std::runtime_error("add_master: the new node did not become known in time");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    wait_ok();
+}
+
+void redis_cluster::remove_node(redis_process& node) {
+    const redis_process* other = nullptr;
+    for (auto& n : nodes_)
+        if (n.get() != &node && n->running() && !n->paused())
+            other = n.get();
+    if (!other)
+        throw std::runtime_error("remove_node: no other running node");
+    std::string out;
+    if (cli({"--cluster", "del-node", addr(*other), id(node)}, &out) != 0)
+        throw std::runtime_error("redis-cli --cluster del-node failed:\n" + out);
+    node.stop(); // del-node shut it down: this reaps it
 }
 
 void redis_cluster::reshard(const redis_process& from, const redis_process& to, int count) {

@@ -34,6 +34,15 @@ public:
     // Waits until every running node reports cluster_state:ok and every running replica has its
     // link to its master up; throws after `timeout`.
     void wait_ok(std::chrono::milliseconds timeout = std::chrono::seconds(15));
+    // Starts a new empty node, not yet part of the cluster (from a thread that outlives it, as
+    // redis_process says).
+    redis_process& start_node();
+    // Joins a node made by start_node as a master (redis-cli --cluster add-node); it serves no
+    // slot until a reshard gives it some. Returns once every running node knows it.
+    void add_master(redis_process& node);
+    // Takes an empty node out (redis-cli --cluster del-node, which makes every other node forget
+    // it and shuts it down) and reaps it.
+    void remove_node(redis_process& node);
     // redis-cli --cluster reshard: moves `count` slots (the lowest ones of `from`) to `to`.
     void reshard(const redis_process& from, const redis_process& to, int count);
 

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -67,6 +68,16 @@ redis_process& other_than(redis_cluster& c, const redis_process& node) {
         if (n.get() != &node)
             return *n;
     throw std::logic_error("a cluster of one node");
+}
+
+// Runs a blocking cluster operation (redis-cli) on a thread of its own, so that the io_context
+// and its watchdog keep running; rethrows what it threw.
+template <class F>
+awaitable<void> off_thread(F f) {
+    auto done = std::async(std::launch::async, std::move(f));
+    while (done.wait_for(0s) != std::future_status::ready)
+        co_await sleep_for(20ms);
+    done.get();
 }
 
 std::int64_t ms(clock_type::duration d) {
@@ -581,6 +592,98 @@ BOOST_AUTO_TEST_CASE(killed_master_with_replica_sync_loses_no_grant) {
             BOOST_TEST(lost == 0u);
             BOOST_TEST(tokens_grow, "a token of {rs}:seq repeated or went back");
             for (auto& [name, l] : granted)
+                co_await l.async_release(tuple_deferred);
+            cl.cancel();
+        }(),
+        120s, 1, corolock::test::drain_check::off);
+}
+
+// C6: a master joins (add-node) and takes a thousand slots, gives them back and leaves
+// (del-node), while leases in those slots are held and renewed and a churn of acquires and
+// releases runs on names in moving and staying slots. No lease is lost, the churn keeps going,
+// and the client closes its connection to the node that left.
+BOOST_AUTO_TEST_CASE(node_added_and_removed_while_running) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    auto& first = c.master_of(0); // the reshard moves its lowest 1000 slots
+    asio::io_context ioc;
+    corolock::cluster cl(ioc.get_executor(), cluster_config_for(first), quiet());
+    cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex_options o;
+            o.lease = 900ms; // a renewal every 300 ms
+            // Ten names in moving slots, ten in others.
+            std::vector<std::string> moving, staying;
+            for (int i = 0; moving.size() < 10 || staying.size() < 10; ++i) {
+                auto n = "lock:node:" + std::to_string(i);
+                auto& side = key_slot(n) < 1000 ? moving : staying;
+                if (side.size() < 10)
+                    side.push_back(std::move(n));
+            }
+            std::vector<std::unique_ptr<corolock::mutex>> ms_;
+            std::vector<corolock::lease> held;
+            for (const auto* side : {&moving, &staying})
+                for (const auto& n : *side) {
+                    ms_.push_back(std::make_unique<corolock::mutex>(cl, n, o));
+                    auto [ec, l] = co_await ms_.back()->async_acquire(tuple_deferred);
+                    BOOST_TEST_REQUIRE(!ec, ec.message());
+                    held.push_back(std::move(l));
+                }
+            // The churn: acquire and release names of both kinds, one after the other.
+            bool stop = false;
+            std::size_t cycles = 0, failed = 0;
+            clock_type::duration longest{};
+            auto churn = [&]() -> awaitable<void> {
+                std::vector<std::unique_ptr<corolock::mutex>> cm;
+                for (int i = 0; i < 4; ++i)
+                    cm.push_back(std::make_unique<corolock::mutex>(
+                        cl, "{" + (i % 2 ? staying : moving)[i] + "}:churn", o));
+                auto last = clock_type::now();
+                for (std::size_t i = 0; !stop; ++i) {
+                    auto [ec, l] =
+                        co_await cm[i % cm.size()]->async_acquire_for(10s, tuple_deferred);
+                    if (!ec)
+                        std::tie(ec) = co_await l.async_release(tuple_deferred);
+                    ec ? ++failed : ++cycles;
+                    longest = std::max(longest, clock_type::now() - last);
+                    last = clock_type::now();
+                }
+            };
+            bool churn_done = false;
+            asio::co_spawn(ioc, churn(), [&](std::exception_ptr) { churn_done = true; });
+
+            auto& fresh = c.start_node();
+            const auto t0 = clock_type::now();
+            co_await off_thread([&] { c.add_master(fresh); });
+            co_await off_thread([&] { c.reshard(first, fresh, 1000); });
+            BOOST_TEST(fresh.command({"EXISTS", moving.front()}) == ":1\r\n"); // the key moved
+            co_await sleep_for(1s);
+            const auto cycles_joined = cycles;
+            BOOST_TEST(cl.stats().nodes == 4u);
+            co_await off_thread([&] { c.reshard(fresh, first, 1000); });
+            co_await off_thread([&] { c.remove_node(fresh); });
+            const auto t1 = clock_type::now();
+            co_await sleep_for(2s); // a map refresh (every 1 s) sees the node gone
+            for (auto& l : held)
+                BOOST_TEST(l.valid());
+            BOOST_TEST(corolock::get_lock_stats(cl).leases_lost == 0u);
+            BOOST_TEST(cl.stats().moved >= 1u);
+            BOOST_TEST(cl.stats().nodes == 3u); // the connection to the node that left is closed
+            BOOST_TEST(first.command({"EXISTS", moving.front()}) == ":1\r\n"); // moved back
+            BOOST_TEST(cycles > cycles_joined); // the churn went on after the node joined
+            stop = true;
+            while (!churn_done)
+                co_await sleep_for(10ms);
+            std::cout << "cluster lock: add-node, 1000 slots there and back, del-node in "
+                      << ms(t1 - t0) << " ms: " << held.size() << " leases kept, " << cycles
+                      << " churn cycles (" << failed << " failed, longest gap " << ms(longest)
+                      << " ms)\n";
+            BOOST_TEST(failed == 0u);
+            BOOST_TEST(cycles > 0u);
+            for (auto& l : held)
                 co_await l.async_release(tuple_deferred);
             cl.cancel();
         }(),
