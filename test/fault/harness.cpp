@@ -698,17 +698,6 @@ counter_options counter_options::parse(const std::vector<std::string>& args) {
     return o;
 }
 
-namespace {
-
-struct counter_context {
-    counter_options o;
-    std::int64_t until_ns = 0;
-    connection& res;
-    history_writer& out;
-    int unexpected = 0;
-};
-
-// One coroutine of the counter worker; `m` is the worker's one handle on the lock.
 asio::awaitable<void> counter_loop(counter_context& cx, mutex& m, int coro) {
     using std::chrono::nanoseconds;
     std::mt19937_64 rng(cx.o.seed * 1'000'003u + static_cast<std::uint64_t>(cx.o.worker) * 1000u +
@@ -775,8 +764,6 @@ asio::awaitable<void> counter_loop(counter_context& cx, mutex& m, int coro) {
         ++done;
     }
 }
-
-} // namespace
 
 COROLOCK_FAULT_WORKER(counter) {
     const auto o = counter_options::parse(args);

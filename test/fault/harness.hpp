@@ -300,6 +300,19 @@ struct counter_options {
     static counter_options parse(const std::vector<std::string>& args);
 };
 
+// The counter worker's state, for workers of other scenarios that run its loop on locks of
+// their own (several names, a cluster).
+struct counter_context {
+    counter_options o;
+    std::int64_t until_ns = 0;
+    connection& res;
+    history_writer& out;
+    int unexpected = 0; // errors outside the lock
+};
+// One coroutine of the counter worker (its loop, as described above) on `m`, a handle on
+// `cx.o.lock`; `coro` names it in the history.
+boost::asio::awaitable<void> counter_loop(counter_context& cx, mutex& m, int coro);
+
 // `key=value` worker arguments as a map.
 std::map<std::string, std::string> parse_args(const std::vector<std::string>& args);
 
