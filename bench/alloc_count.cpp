@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "alloc_count.hpp"
 
-#include "redis_server.hpp"
+#include "common/redis_process.hpp"
 
 #include <algorithm>
 #include <array>
@@ -119,7 +119,7 @@ std::map<void*, std::string> symbolise(const std::vector<void*>& addrs) {
     }
     if (mine.empty())
         return out;
-    const auto res = capture_output(args);
+    const auto res = test::run_program(args);
     std::istringstream lines(res.output);
     std::string fn, where;
     for (void* a : mine) {

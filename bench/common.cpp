@@ -361,10 +361,10 @@ asio::awaitable<void> run_in_thread(const std::function<void()>& work) {
 // ------------------------------------------------------------------------------------------------
 // redis-benchmark, redis-cli and INFO
 
-captured redis_cli(const target& t, std::vector<std::string> args) {
+test::program_result redis_cli(const target& t, std::vector<std::string> args) {
     std::vector<std::string> full{"redis-cli", "-h", t.host, "-p", t.port};
     full.insert(full.end(), args.begin(), args.end());
-    return capture_output(full);
+    return test::run_program(full);
 }
 
 std::string trimmed(std::string s) {
@@ -405,7 +405,7 @@ double run_redis_benchmark(const target& t, const std::vector<std::string>& args
     // command to run.
     std::vector<std::string> full{"redis-benchmark", "-h", t.host, "-p", t.port, "-q", "--csv"};
     full.insert(full.end(), args.begin(), args.end());
-    const auto out = capture_output(full);
+    const auto out = test::run_program(full);
     output = out.output;
     if (out.exit_code != 0)
         return missing;

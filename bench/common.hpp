@@ -6,7 +6,7 @@
 #ifndef COROLOCK_BENCH_COMMON_HPP
 #define COROLOCK_BENCH_COMMON_HPP
 
-#include "redis_server.hpp"
+#include "common/redis_process.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/mutex.hpp>
 
@@ -58,7 +58,7 @@ std::optional<options> parse_options(int argc, char** argv, int first);
 struct target {
     std::string host;
     std::string port;
-    std::optional<redis_server> own;
+    std::optional<test::redis_process> own;
 
     void stop() {
         if (own)
@@ -134,7 +134,7 @@ asio::awaitable<void> run_in_thread(const std::function<void()>& work);
 
 // ---- redis-benchmark, redis-cli and INFO
 
-captured redis_cli(const target& t, std::vector<std::string> args);
+test::program_result redis_cli(const target& t, std::vector<std::string> args);
 std::string trimmed(std::string s);
 // requests/s of the first test row of `redis-benchmark -q --csv` ("<name>","<rps>",...).
 std::optional<double> parse_csv_rate(std::string_view out);

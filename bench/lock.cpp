@@ -267,7 +267,7 @@ depth_reference run_lock_reference(const target& t, int depth, double seconds) {
 
 // Empty when redis-benchmark can run the library's scripts on this server; else why not.
 std::string check_reference(const target& t) {
-    if (!in_path("redis-benchmark") || !in_path("redis-cli"))
+    if (test::find_program("redis-benchmark").empty() || test::find_program("redis-cli").empty())
         return "redis-benchmark or redis-cli not found in PATH: no reference, ratios are null";
     for (const auto* s :
          {&corolock::detail::acquire_script(), &corolock::detail::release_script()}) {

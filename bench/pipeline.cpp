@@ -118,7 +118,7 @@ double run_set_benchmark(const target& t, std::uint64_t requests, std::string& o
 
 reference_result run_reference(const options& o, const target& t) {
     reference_result r;
-    if (!in_path("redis-benchmark")) {
+    if (test::find_program("redis-benchmark").empty()) {
         r.note = "redis-benchmark not found in PATH: no reference, ratio is null";
         return r;
     }

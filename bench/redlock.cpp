@@ -154,9 +154,9 @@ asio::awaitable<void> contended_worker(corolock::redlock& rl, crew& c, std::uint
 
 int run_redlock(const options& o) {
     const double seconds = o.seconds > 0 ? o.seconds : default_seconds;
-    std::vector<std::unique_ptr<redis_server>> servers;
+    std::vector<std::unique_ptr<test::redis_process>> servers;
     for (int i = 0; i < node_count; ++i)
-        servers.push_back(std::make_unique<redis_server>());
+        servers.push_back(std::make_unique<test::redis_process>());
     std::cerr << "corolock-bench: started " << node_count << " redis-server masters\n";
 
     asio::io_context ioc(1);

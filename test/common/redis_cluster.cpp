@@ -37,6 +37,15 @@ std::string bulk(const std::string& raw) {
     return body;
 }
 
+std::unique_ptr<redis_process> make_node() {
+    return std::make_unique<redis_process>(std::vector<std::string>{
+        "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-config-file",
+        "nodes.conf",
+        // A replica may always take over, however long ago it last heard its master (the
+        // default refuses after 10 node timeouts, which a loaded test machine can reach).
+        "--cluster-replica-validity-factor", "0"});
+}
+
 } // namespace
 
 bool redis_cluster::available() {
@@ -52,70 +61,13 @@ bool redis_cluster::available() {
 
 int redis_cluster::cli(const std::vector<std::string>& args, std::string* out,
                        std::chrono::seconds timeout) {
-    char path[] = "/tmp/corolock-cli-XXXXXX";
-    const int fd = ::mkstemp(path);
-    if (fd < 0)
-        throw std::runtime_error("mkstemp failed");
-    std::vector<std::string> argv_s{cli_binary()};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s)
-        argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fd);
-        ::unlink(path);
-        throw std::runtime_error("fork failed");
-    }
-    if (pid == 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        const int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            ::dup2(devnull, 0);
-        ::execvp(argv[0], argv.data());
-        ::_exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    for (;;) {
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            break;
-        if (std::chrono::steady_clock::now() > deadline) {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, &status, 0);
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    std::string text;
-    ::lseek(fd, 0, SEEK_SET);
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-        text.append(buf, static_cast<std::size_t>(n));
-    ::close(fd);
-    ::unlink(path);
+    std::vector<std::string> argv{cli_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_program(argv, timeout);
     if (out)
-        *out = std::move(text);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        *out = std::move(r.output);
+    return r.exit_code;
 }
-
-namespace {
-
-std::unique_ptr<redis_process> make_node() {
-    return std::make_unique<redis_process>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--cluster-node-timeout", "1000", "--cluster-config-file",
-        "nodes.conf",
-        // A replica may always take over, however long ago it last heard its master (the
-        // default refuses after 10 node timeouts, which a loaded test machine can reach).
-        "--cluster-replica-validity-factor", "0"});
-}
-
-} // namespace
 
 redis_cluster::redis_cluster(std::size_t masters, std::size_t replicas) {
     for (std::size_t i = 0; i < masters * (1 + replicas); ++i)

@@ -1,8 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/redis_process.hpp"
 
-#include <corolock/resp3/serializer.hpp>
-
 #include <arpa/inet.h>
 #include <array>
 #include <atomic>
@@ -262,12 +260,13 @@ std::size_t reply_end(std::string_view buf, std::size_t pos) {
     }
 }
 
-// The library's serializer: an array of bulk strings is the same in RESP2 and RESP3.
+// A RESP2 array of bulk strings, written here so that the kit does not depend on the library.
 std::string encode_command(std::initializer_list<std::string_view> args) {
-    std::string out;
-    resp3::add_header(out, resp3::type::array, args.size());
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
     for (auto arg : args) {
-        resp3::add_blob(out, arg);
+        out += "$" + std::to_string(arg.size()) + "\r\n";
+        out += arg;
+        out += "\r\n";
     }
     return out;
 }
@@ -308,22 +307,8 @@ std::vector<std::string> exchange(std::uint16_t port, std::string_view requests,
 // Files and the binary.
 
 std::string find_redis_server() {
-    std::string name = "redis-server";
-    if (const char* env = std::getenv("COROLOCK_REDIS_SERVER"); env != nullptr && *env != '\0') {
-        name = env;
-    }
-    if (name.find('/') != std::string::npos) {
-        return ::access(name.c_str(), X_OK) == 0 ? name : std::string();
-    }
-    const char* path = std::getenv("PATH");
-    std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-        auto candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-        if (::access(candidate.c_str(), X_OK) == 0) {
-            return candidate;
-        }
-    }
-    return {};
+    const char* env = std::getenv("COROLOCK_REDIS_SERVER");
+    return find_program(env != nullptr && *env != '\0' ? env : "redis-server");
 }
 
 std::string make_temp_dir() {
@@ -348,6 +333,74 @@ std::string tail(std::string text, std::size_t max) {
 }
 
 } // namespace
+
+std::string find_program(const std::string& program) {
+    if (program.find('/') != std::string::npos)
+        return ::access(program.c_str(), X_OK) == 0 ? program : std::string();
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        auto candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+        if (::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+    }
+    return {};
+}
+
+program_result run_program(const std::vector<std::string>& args,
+                           std::chrono::milliseconds timeout) {
+    // The output goes to an unlinked temporary file, so a chatty child never blocks on a pipe.
+    char path[] = "/tmp/corolock-run-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0)
+        throw_errno("mkstemp");
+    ::unlink(path);
+    std::vector<std::string> argv_s = args;
+    std::vector<char*> argv;
+    for (auto& a : argv_s)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fd);
+        throw_errno("fork");
+    }
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent)
+            ::_exit(127);
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        const int devnull = ::open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            ::dup2(devnull, STDIN_FILENO);
+        ::execvp(argv[0], argv.data());
+        ::_exit(127);
+    }
+    const auto deadline = clock_type::now() + timeout;
+    int status = 0;
+    for (;;) {
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            break;
+        if (clock_type::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            break;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    program_result out;
+    ::lseek(fd, 0, SEEK_SET);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        out.output.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+}
 
 redis_process::redis_process(std::vector<std::string> extra_args, start_mode mode)
     : extra_args_(std::move(extra_args)) {

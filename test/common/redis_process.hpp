@@ -12,6 +12,24 @@
 
 namespace corolock::test {
 
+// The process kit: child processes for tests, the fault suite and the benches. Every child is
+// reaped; servers die with the process that started them (see redis_process).
+
+// `program` as the shell finds it in PATH (itself when it contains a '/'), or "" if it cannot
+// be run.
+std::string find_program(const std::string& program);
+
+// What run_program saw.
+struct program_result {
+    int exit_code = -1; // its exit status; 127: it could not be run; -1: killed by a signal
+    std::string output; // stdout and stderr together
+};
+
+// Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and waits for it, SIGKILLing
+// it after `timeout`; always reaped.
+program_result run_program(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds timeout = std::chrono::minutes(10));
+
 // A redis-server child process on 127.0.0.1 and a port of its own, for integration tests.
 //
 // The server runs in the foreground with persistence off, in a private temporary directory
