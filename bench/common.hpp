@@ -162,6 +162,7 @@ int run_lock(const options& o);
 int run_soak(const options& o);
 int run_multi(const options& o);
 int run_redlock(const options& o);
+int run_cluster(const options& o);
 
 } // namespace corolock::bench
 

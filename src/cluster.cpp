@@ -185,7 +185,7 @@ awaitable<void> cluster_impl::refresh() {
     last_refresh_ = std::chrono::steady_clock::now();
     ++refresh_gen_;
     refresh_done_.cancel();
-    if (ec) {
+    if (ec && !stopped_) {
         refresh_failures_.fetch_add(1, std::memory_order_relaxed);
         log_.log(logger::level::warning, "cluster: topology refresh failed: " + ec.message());
     }
