@@ -22,6 +22,7 @@
 //
 // Exits 0 only if every check passes.
 #include "common.hpp"
+#include "workers.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>

@@ -25,6 +25,7 @@
 //
 // Exits 0 only if every check passes. Every worker is reaped on every path.
 #include "common.hpp"
+#include "workers.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>

@@ -15,7 +15,6 @@
 #include <poll.h>
 #include <sstream>
 #include <stdexcept>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -33,74 +32,6 @@ constexpr auto ready_timeout = 5s;
 constexpr auto stop_grace = 2s;
 constexpr auto same_port_retry = 2s;
 constexpr int fresh_port_attempts = 10;
-
-// ---------------------------------------------------------------------------------------------
-// Every live child, so that an exit or a fatal signal can kill them. Plain atomics rather than
-// a locked container because the signal handler may only touch lock-free state.
-
-std::array<std::atomic<pid_t>, 256> children{};
-
-void register_child(pid_t pid) {
-    for (auto& slot : children) {
-        pid_t expected = 0;
-        if (slot.compare_exchange_strong(expected, pid)) {
-            return;
-        }
-    }
-    // More than 256 live servers: still correct, only without the crash safety net.
-}
-
-void unregister_child(pid_t pid) {
-    for (auto& slot : children) {
-        pid_t expected = pid;
-        if (slot.compare_exchange_strong(expected, 0)) {
-            return;
-        }
-    }
-}
-
-void kill_children_at_exit() {
-    for (auto& slot : children) {
-        if (pid_t pid = slot.exchange(0); pid > 0) {
-            ::kill(pid, SIGKILL);
-            while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-            }
-        }
-    }
-}
-
-constexpr std::array<int, 3> fatal_signals{SIGINT, SIGTERM, SIGABRT};
-std::array<struct sigaction, NSIG> previous_actions{};
-
-extern "C" void kill_children_on_signal(int sig) {
-    int saved_errno = errno;
-    for (auto& slot : children) {
-        if (pid_t pid = slot.load(); pid > 0) {
-            ::kill(pid, SIGKILL);
-        }
-    }
-    // Hand the signal on to whoever was there before us (by default: terminate). It is blocked
-    // while we run, so it is delivered again as soon as we return.
-    ::sigaction(sig, &previous_actions[sig], nullptr);
-    ::raise(sig);
-    errno = saved_errno;
-}
-
-// At load time rather than on the first start(): Boost.Test saves and restores the SIGABRT
-// action around each test case, which would drop a handler installed from inside a test.
-bool install_safety_net() {
-    std::atexit(kill_children_at_exit);
-    for (int sig : fatal_signals) {
-        struct sigaction action {};
-        action.sa_handler = kill_children_on_signal;
-        sigemptyset(&action.sa_mask);
-        action.sa_flags = SA_RESTART;
-        ::sigaction(sig, &action, &previous_actions[sig]);
-    }
-    return true;
-}
-
-[[maybe_unused]] const bool safety_net_installed = install_safety_net();
 
 // ---------------------------------------------------------------------------------------------
 // Blocking-with-deadline socket helpers.
@@ -354,56 +285,29 @@ std::string find_program(const std::string& program) {
 
 program_result run_program(const std::vector<std::string>& args,
                            std::chrono::milliseconds timeout) {
-    // The output goes to an unlinked temporary file, so a chatty child never blocks on a pipe.
-    char path[] = "/tmp/corolock-run-XXXXXX";
-    const int fd = ::mkstemp(path);
+    program_result out;
+    auto path = args.empty() ? std::string() : find_program(args.front());
+    if (path.empty())
+        return {127, "cannot run " + (args.empty() ? std::string("an empty command") : args[0])};
+    // The output goes to a temporary file, so a chatty child never blocks on a pipe.
+    char file[] = "/tmp/corolock-run-XXXXXX";
+    const int fd = ::mkstemp(file);
     if (fd < 0)
         throw_errno("mkstemp");
-    ::unlink(path);
-    std::vector<std::string> argv_s = args;
-    std::vector<char*> argv;
-    for (auto& a : argv_s)
-        argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fd);
-        throw_errno("fork");
-    }
-    if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent)
-            ::_exit(127);
-        ::dup2(fd, STDOUT_FILENO);
-        ::dup2(fd, STDERR_FILENO);
-        const int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull >= 0)
-            ::dup2(devnull, STDIN_FILENO);
-        ::execvp(argv[0], argv.data());
-        ::_exit(127);
-    }
-    const auto deadline = clock_type::now() + timeout;
-    int status = 0;
-    for (;;) {
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR))
-            break;
-        if (clock_type::now() > deadline) {
-            ::kill(pid, SIGKILL);
-            while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
-            break;
-        }
-        std::this_thread::sleep_for(5ms);
-    }
-    program_result out;
-    ::lseek(fd, 0, SEEK_SET);
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-        out.output.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
-    out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    auto argv = args;
+    argv.front() = path;
+    try {
+        child_options options;
+        options.output_file = file;
+        child_process child(argv, options);
+        out.exit_code = child.wait(timeout);
+    } catch (...) {
+        ::unlink(file);
+        throw;
+    }
+    out.output = read_file(file);
+    ::unlink(file);
     return out;
 }
 
@@ -473,8 +377,6 @@ bool redis_process::try_start(std::uint16_t port) {
     auto output = dir_ + "/redis.out";
     ::unlink(pidfile.c_str());
 
-    // Everything the child needs is prepared here: between fork and exec it may only make
-    // async-signal-safe calls, since other threads of ours may hold the allocator's locks.
     std::vector<std::string> args{binary,
                                   "--port",
                                   std::to_string(port),
@@ -501,61 +403,9 @@ bool redis_process::try_start(std::uint16_t port) {
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     if (!config_file_.empty())
         args.insert(args.begin() + 1, config_file_);
-    std::vector<char*> argv;
-    for (auto& a : args) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-
-    int exec_pipe[2];
-    if (::pipe2(exec_pipe, O_CLOEXEC) < 0) {
-        throw_errno("pipe2");
-    }
-    pid_t parent = ::getpid();
-    pid_t child = ::fork();
-    if (child < 0) {
-        int err = errno;
-        ::close(exec_pipe[0]);
-        ::close(exec_pipe[1]);
-        throw std::system_error(err, std::generic_category(), "fork");
-    }
-    if (child == 0) {
-        ::close(exec_pipe[0]);
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) {
-            ::_exit(127); // the parent died before the line above
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        int null_in = ::open("/dev/null", O_RDONLY);
-        int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (null_in >= 0) {
-            ::dup2(null_in, STDIN_FILENO);
-        }
-        if (out >= 0) {
-            ::dup2(out, STDOUT_FILENO);
-            ::dup2(out, STDERR_FILENO);
-        }
-        ::execv(argv[0], argv.data());
-        int err = errno;
-        [[maybe_unused]] auto n = ::write(exec_pipe[1], &err, sizeof err);
-        ::_exit(127);
-    }
-    ::close(exec_pipe[1]);
-    int exec_errno = 0;
-    ssize_t got;
-    while ((got = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
-    }
-    ::close(exec_pipe[0]);
-    if (got > 0) {
-        while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-        }
-        throw std::system_error(exec_errno, std::generic_category(), "exec " + binary);
-    }
-    pid_ = child;
-    paused_ = false;
-    register_child(child);
+    child_options options;
+    options.output_file = output;
+    child_ = child_process(args, options);
 
     // Ready means: our child is alive, has written its pidfile (which redis 7 does only once it
     // listens, so a PONG cannot come from someone else's server on a port we collided on) and
@@ -563,13 +413,9 @@ bool redis_process::try_start(std::uint16_t port) {
     auto deadline = clock_type::now() + ready_timeout;
     auto ping = encode_command({"PING"});
     while (clock_type::now() < deadline) {
-        int status = 0;
-        if (::waitpid(child, &status, WNOHANG) == child) {
-            unregister_child(child);
-            pid_ = -1;
+        if (child_.try_wait())
             return false;
-        }
-        if (read_file(pidfile).find(std::to_string(child)) == 0) {
+        if (read_file(pidfile).find(std::to_string(child_.pid())) == 0) {
             try {
                 auto reply = exchange(port, ping, 1, 250ms).front();
                 if (reply.starts_with("+PONG") || reply.starts_with("-NOAUTH") ||
@@ -588,76 +434,23 @@ bool redis_process::try_start(std::uint16_t port) {
                              " did not answer PING within 5 s:\n" + log);
 }
 
-void redis_process::reap_blocking() {
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    unregister_child(pid_);
-    pid_ = -1;
-    paused_ = false;
-}
-
 void redis_process::stop() {
-    if (!running()) {
-        return;
-    }
-    resume(); // a stopped process leaves SIGTERM pending
-    ::kill(pid_, SIGTERM);
-    auto give_up = clock_type::now() + stop_grace;
-    while (clock_type::now() < give_up) {
-        int status = 0;
-        pid_t r = ::waitpid(pid_, &status, WNOHANG);
-        if (r == pid_ || (r < 0 && errno == ECHILD)) {
-            unregister_child(pid_);
-            pid_ = -1;
-            return;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-    kill();
+    child_.terminate(stop_grace);
 }
 
 void redis_process::kill() {
-    if (!running()) {
-        return;
-    }
-    ::kill(pid_, SIGKILL); // works on a stopped process too
-    reap_blocking();
+    child_.kill();
 }
 
 void redis_process::pause() {
-    if (!running()) {
+    if (!running())
         throw std::logic_error("redis_process::pause: not running");
-    }
-    if (paused_) {
-        return;
-    }
-    ::kill(pid_, SIGSTOP);
-    // Wait until it has really stopped, so that the caller's next step sees a frozen server.
-    int status = 0;
-    while (::waitpid(pid_, &status, WUNTRACED) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-        unregister_child(pid_);
-        pid_ = -1;
+    if (!child_.pause())
         throw std::runtime_error("redis-server died instead of pausing:\n" + log_tail());
-    }
-    paused_ = true;
 }
 
 void redis_process::resume() {
-    if (!running() || !paused_) {
-        return;
-    }
-    ::kill(pid_, SIGCONT);
-    int status = 0;
-    while (::waitpid(pid_, &status, WCONTINUED) < 0 && errno == EINTR) {
-    }
-    paused_ = false;
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-        unregister_child(pid_);
-        pid_ = -1;
-    }
+    child_.resume();
 }
 
 void redis_process::restart() {

@@ -2,6 +2,8 @@
 #ifndef COROLOCK_TEST_COMMON_REDIS_PROCESS_HPP
 #define COROLOCK_TEST_COMMON_REDIS_PROCESS_HPP
 
+#include "common/child_process.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
@@ -21,24 +23,22 @@ std::string find_program(const std::string& program);
 
 // What run_program saw.
 struct program_result {
-    int exit_code = -1; // its exit status; 127: it could not be run; -1: killed by a signal
+    int exit_code = -1; // its exit status; 127: it could not be run; 128 + n: signal n
     std::string output; // stdout and stderr together
 };
 
 // Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and waits for it, SIGKILLing
-// it after `timeout`; always reaped.
+// it after `timeout` (exit code 128 + 9 then); always reaped.
 program_result run_program(const std::vector<std::string>& argv,
                            std::chrono::milliseconds timeout = std::chrono::minutes(10));
 
 // A redis-server child process on 127.0.0.1 and a port of its own, for integration tests.
 //
 // The server runs in the foreground with persistence off, in a private temporary directory
-// that also holds its log (kept if the environment sets COROLOCK_KEEP_REDIS_DIR). Every live
-// child is listed process-wide and killed from an atexit handler and from SIGINT, SIGTERM and
-// SIGABRT handlers; the child also gets PR_SET_PDEATHSIG so that even a SIGKILLed test binary
-// (a CTest timeout) leaves no server behind. Because the kernel ties that signal to the
-// *thread* that forked, start servers from a thread that outlives them (normally the test's
-// main thread). The binary is `redis-server` from PATH unless COROLOCK_REDIS_SERVER names one.
+// that also holds its log (kept if the environment sets COROLOCK_KEEP_REDIS_DIR). It is a
+// child_process: it dies with the process that started it, so start servers from a thread that
+// outlives them (normally the test's main thread). The binary is `redis-server` from PATH unless
+// COROLOCK_REDIS_SERVER names one.
 //
 // Not thread-safe: one thread drives a redis_process at a time.
 class redis_process {
@@ -61,9 +61,9 @@ public:
     // The server's port; 0 until the first start() picked one, then the same for good.
     std::uint16_t port() const noexcept { return port_; }
     // The child's pid while running(), else -1.
-    pid_t pid() const noexcept { return pid_; }
-    bool running() const noexcept { return pid_ > 0; }
-    bool paused() const noexcept { return paused_; }
+    pid_t pid() const noexcept { return child_.pid(); }
+    bool running() const noexcept { return child_.running(); }
+    bool paused() const noexcept { return child_.paused(); }
     const std::string& dir() const noexcept { return dir_; }
     std::string log_path() const { return dir_ + "/redis.log"; }
 
@@ -98,7 +98,6 @@ public:
 private:
     // false if the server exited at startup (e.g. the port was taken); throws on a hang.
     bool try_start(std::uint16_t port);
-    void reap_blocking();
     std::string log_tail() const;
 
     std::string host_ = "127.0.0.1";
@@ -108,8 +107,7 @@ private:
     std::string auth_password_;
     std::string config_file_;
     std::uint16_t port_ = 0;
-    pid_t pid_ = -1;
-    bool paused_ = false;
+    child_process child_;
 };
 
 } // namespace corolock::test

@@ -5,6 +5,8 @@
 #ifndef COROLOCK_TEST_FAULT_WORKER_HPP
 #define COROLOCK_TEST_FAULT_WORKER_HPP
 
+#include "common/child_process.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -27,8 +29,8 @@ int run_worker_if_requested(int argc, char** argv);
 // be merged and compared with the harness's fault schedule.
 std::int64_t monotonic_ns();
 
-// A worker child process. Its stdout is captured (read it with `output()` after `wait()`); its
-// stderr goes to the test's. The destructor kills and reaps it.
+// A worker child process (a test::child_process). Its stdout is captured (read it with
+// `output()` after `wait()`); its stderr goes to the test's. The destructor kills and reaps it.
 class worker_process {
 public:
     // Starts `/proc/self/exe --corolock-worker name args...` with `env` added to the
@@ -39,11 +41,11 @@ public:
     worker_process(const worker_process&) = delete;
     worker_process& operator=(const worker_process&) = delete;
 
-    pid_t pid() const noexcept { return pid_; }
-    bool running() const noexcept { return pid_ > 0; }
-    void pause();  // SIGSTOP
-    void resume(); // SIGCONT
-    void kill();   // SIGKILL and reap
+    pid_t pid() const noexcept { return child_.pid(); }
+    bool running() const noexcept { return child_.running(); }
+    void pause() { child_.pause(); }   // SIGSTOP, returns once stopped
+    void resume() { child_.resume(); } // SIGCONT
+    void kill();                       // SIGKILL and reap
     // Waits for the exit (killing it after `limit`) and returns the exit status (128 + signal
     // when killed by one).
     int wait(std::chrono::steady_clock::duration limit = std::chrono::seconds(60));
@@ -53,9 +55,7 @@ public:
 private:
     void drain(bool block);
 
-    pid_t pid_ = -1;
-    int out_fd_ = -1;
-    int status_ = -1;
+    test::child_process child_;
     std::string out_;
 };
 

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <string>
 #include <system_error>
+#include <unistd.h>
 
 // The suite is a namespace named redis_process, so the class goes by its full name.
 namespace ct = corolock::test;
@@ -214,6 +215,63 @@ BOOST_AUTO_TEST_CASE(coroutine_client_reaches_server) {
         }(),
         10s);
     BOOST_TEST(reply == "+PONG\r\n");
+}
+
+// The child processes under every server and worker (common/child_process.hpp).
+BOOST_AUTO_TEST_CASE(child_process_reports_exec_failure_and_exit_status) {
+    BOOST_CHECK_THROW(ct::child_process({"/nonexistent/program"}), std::system_error);
+    ct::child_process sh({ct::find_program("sh"), "-c", "exit 7"});
+    BOOST_TEST(sh.wait(10s) == 7);
+    BOOST_TEST(!sh.running());
+    ct::child_process sleeper({ct::find_program("sleep"), "30"});
+    BOOST_TEST(sleeper.wait(50ms) == 128 + SIGKILL); // killed after its limit
+}
+
+BOOST_AUTO_TEST_CASE(child_process_pipes_environment_and_pause) {
+    ct::child_options options;
+    options.env = {"COROLOCK_KIT_PROBE=hello"};
+    options.pipe_stdin = true;
+    options.pipe_stdout = true;
+    // Echoes its environment variable, then each line it reads, until end of input.
+    ct::child_process child(
+        {ct::find_program("sh"), "-c", "echo $COROLOCK_KIT_PROBE; while read l; do echo $l; done"},
+        options);
+    BOOST_TEST_REQUIRE(child.pause());
+    BOOST_TEST(child.paused());
+    child.resume();
+    BOOST_TEST(!child.paused());
+    BOOST_TEST(::write(child.input_fd(), "line\n", 5) == 5);
+    child.close_input();
+    std::string out;
+    char buf[256];
+    for (ssize_t n; (n = ::read(child.output_fd(), buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    BOOST_TEST(out == "hello\nline\n");
+    BOOST_TEST(child.wait(10s) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(child_process_destructor_and_move_reap) {
+    pid_t first = -1, second = -1;
+    {
+        ct::child_process a({ct::find_program("sleep"), "30"});
+        first = a.pid();
+        ct::child_process b(std::move(a));
+        BOOST_TEST(!a.running());
+        BOOST_TEST(b.pid() == first);
+        b = ct::child_process({ct::find_program("sleep"), "30"}); // the first is killed here
+        second = b.pid();
+        BOOST_TEST(process_gone(first));
+        BOOST_TEST(b.pause());
+    }
+    BOOST_TEST(process_gone(second)); // a paused child too
+}
+
+BOOST_AUTO_TEST_CASE(run_program_collects_output_status_and_timeout) {
+    const auto ok = ct::run_program({"sh", "-c", "echo out; echo err >&2; exit 3"});
+    BOOST_TEST(ok.exit_code == 3);
+    BOOST_TEST(ok.output == "out\nerr\n");
+    BOOST_TEST(ct::run_program({"no-such-program-corolock"}).exit_code == 127);
+    BOOST_TEST(ct::run_program({"sleep", "30"}, 100ms).exit_code == 128 + SIGKILL);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
