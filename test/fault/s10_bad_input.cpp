@@ -14,6 +14,7 @@
 // (set_get_round_trip_binary_safe).
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include "detail/lock_scripts.hpp"
 #include <corolock/connection.hpp> // before lease.hpp, which uses `request` without including it
@@ -43,6 +44,7 @@ using corolock::error;
 using corolock::error_code;
 using corolock::mutex_options;
 using corolock::test::config_for;
+using corolock::test::lease_of;
 using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
@@ -52,13 +54,6 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 using corolock::test::tuple_deferred;
-
-mutex_options lease_of(clock_type::duration lease, bool watchdog = true) {
-    mutex_options o;
-    o.lease = lease;
-    o.watchdog = watchdog;
-    return o;
-}
 
 long long ms_since(clock_type::time_point t0) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
@@ -83,22 +78,7 @@ long long info_field(const redis_process& srv, const char* section, const std::s
 }
 
 // A connection running on an io_context for the length of a test body.
-struct fixture {
-    redis_process srv;
-    asio::io_context ioc;
-    corolock::connection conn{ioc.get_executor(), config_for(srv), quiet()};
-
-    void run(std::function<awaitable<void>()> body, std::chrono::seconds limit = 30s) {
-        run_coroutine_test(
-            ioc,
-            [&]() -> awaitable<void> {
-                conn.async_run(asio::detached);
-                co_await body();
-                conn.cancel();
-            }(),
-            limit);
-    }
-    bool exists(std::string_view key) { return srv.command({"EXISTS", key}) == ":1\r\n"; }
+struct fixture : corolock::test::server_fixture {
     std::string hget(std::string_view key, std::string_view field) {
         return srv.command({"HGET", key, field});
     }

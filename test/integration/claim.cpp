@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include <corolock/claim.hpp>
 
@@ -29,6 +30,7 @@ using asio::awaitable;
 using corolock::async_claim;
 using corolock::error;
 using corolock::error_code;
+using corolock::test::bulk;
 using corolock::test::config_for;
 using corolock::test::quiet;
 using corolock::test::redis_process;
@@ -40,29 +42,8 @@ namespace {
 using corolock::test::tuple_deferred;
 
 // Two connections to one server, running for the length of a test body.
-struct fixture {
-    redis_process srv;
-    asio::io_context ioc;
-    corolock::connection conn{ioc.get_executor(), config_for(srv), quiet()};
-    corolock::connection conn2{ioc.get_executor(), config_for(srv), quiet()};
-
-    void run(std::function<awaitable<void>()> body, std::chrono::seconds limit = 30s) {
-        run_coroutine_test(
-            ioc,
-            [&]() -> awaitable<void> {
-                conn.async_run(asio::detached);
-                conn2.async_run(asio::detached);
-                co_await body();
-                conn.cancel();
-                conn2.cancel();
-            }(),
-            limit);
-    }
+struct fixture : corolock::test::server_fixture {
     std::string get(const std::string& key) { return srv.command({"GET", key}); }
-    bool exists(const std::string& key) { return srv.command({"EXISTS", key}) == ":1\r\n"; }
-    std::string bulk(const std::string& s) {
-        return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
-    }
 };
 
 } // namespace
@@ -74,7 +55,7 @@ BOOST_FIXTURE_TEST_CASE(concurrent_claims_have_one_winner, fixture) {
         using op_type = decltype(async_claim(conn, "k", 1s, tuple_deferred));
         std::vector<op_type> ops;
         for (int i = 0; i < 200; ++i)
-            ops.push_back(async_claim(i % 2 ? conn : conn2, "claim:race", 30s, tuple_deferred));
+            ops.push_back(async_claim(i % 2 ? conn : peer, "claim:race", 30s, tuple_deferred));
         auto [order, results] =
             co_await asio::experimental::make_parallel_group(std::move(ops))
                 .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
@@ -112,7 +93,7 @@ BOOST_FIXTURE_TEST_CASE(destroyed_claim_keeps_its_window, fixture) {
             BOOST_TEST((c.valid_until() > std::chrono::steady_clock::now() + 25s));
         } // destroyed: nothing is sent
         BOOST_TEST(exists("claim:window"));
-        auto again = co_await async_claim(conn2, "claim:window", 30s);
+        auto again = co_await async_claim(peer, "claim:window", 30s);
         BOOST_TEST(!again); // still refused: the window, not the object, guards the key
         auto again2 = co_await async_claim(conn, "claim:window", 30s);
         BOOST_TEST(!again2);
@@ -123,14 +104,14 @@ BOOST_FIXTURE_TEST_CASE(give_back_lets_a_retry_proceed, fixture) {
     run([&]() -> awaitable<void> {
         auto c = co_await async_claim(conn, "claim:retry", 30s);
         BOOST_REQUIRE(c);
-        BOOST_TEST(!(co_await async_claim(conn2, "claim:retry", 30s))); // in progress
+        BOOST_TEST(!(co_await async_claim(peer, "claim:retry", 30s))); // in progress
         co_await c.async_give_back();
         BOOST_TEST(!c); // consumed
         BOOST_TEST(!exists("claim:retry"));
         auto [ec] = co_await c.async_give_back(tuple_deferred);
         BOOST_TEST(ec == error::not_owner); // an empty claim has nothing to give back
 
-        auto retry = co_await async_claim(conn2, "claim:retry", 30s);
+        auto retry = co_await async_claim(peer, "claim:retry", 30s);
         BOOST_TEST(static_cast<bool>(retry));
         BOOST_TEST(get("claim:retry") == bulk(retry.owner()));
         // Moving keeps the claim; the moved-from object is empty.
@@ -148,7 +129,7 @@ BOOST_FIXTURE_TEST_CASE(give_back_after_the_window_is_not_owner, fixture) {
         BOOST_REQUIRE(old);
         co_await sleep_for(150ms);
         BOOST_TEST(!exists("claim:expired")); // the window passed
-        auto newer = co_await async_claim(conn2, "claim:expired", 30s);
+        auto newer = co_await async_claim(peer, "claim:expired", 30s);
         BOOST_REQUIRE(newer);
         auto [ec] = co_await old.async_give_back(tuple_deferred);
         BOOST_TEST(ec == error::not_owner);
@@ -235,7 +216,7 @@ BOOST_FIXTURE_TEST_CASE(completes_on_the_handlers_executor_never_inline, fixture
                         }));
         });
         BOOST_TEST(static_cast<bool>(kept));
-        co_await step([&](auto h) { async_claim(conn2, "claim:exec", 5s, std::move(h)); });
+        co_await step([&](auto h) { async_claim(peer, "claim:exec", 5s, std::move(h)); });
         co_await step([&](auto h) { kept.async_give_back(std::move(h)); });
         co_await step([&](auto h) { kept.async_give_back(std::move(h)); });
         BOOST_TEST(done == 6);

@@ -6,6 +6,7 @@
 // round costs one write. The multi-process stress test is test/fault/s14_multi_lock.cpp.
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
+#include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include <corolock/multi_lock.hpp>
 
@@ -37,6 +38,7 @@ using corolock::lease;
 using corolock::multi_lease;
 using corolock::mutex_options;
 using corolock::test::config_for;
+using corolock::test::lease_of;
 using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
@@ -46,12 +48,6 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 using corolock::test::tuple_deferred;
-
-mutex_options lease_of(clock_type::duration lease) {
-    mutex_options o;
-    o.lease = lease;
-    return o;
-}
 
 long long ms(clock_type::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -81,35 +77,16 @@ std::string bulk(std::string_view s) {
 
 // `conn` for the multi-locks (health check off: the counted writes are ours alone) and `peer`,
 // "another process".
-struct fixture {
-    redis_process srv;
-    asio::io_context ioc;
-    corolock::connection conn{ioc.get_executor(), quiet_config(), quiet()};
-    corolock::connection peer{ioc.get_executor(), config_for(srv), quiet()};
-
-    corolock::connection_config quiet_config() {
-        auto cfg = config_for(srv);
-        cfg.health_check_interval = clock_type::duration::zero();
-        return cfg;
-    }
-    void run(std::function<awaitable<void>()> body, std::chrono::seconds limit = 60s) {
-        run_coroutine_test(
-            ioc,
-            [&]() -> awaitable<void> {
-                conn.async_run(asio::detached);
-                peer.async_run(asio::detached);
-                co_await body();
-                conn.cancel();
-                peer.cancel();
-            }(),
-            limit);
-    }
-    bool exists(const std::string& key) { return srv.command({"EXISTS", key}) == ":1\r\n"; }
+struct fixture : corolock::test::server_fixture {
+    // `conn` without health checks.
+    fixture()
+        : server_fixture([](corolock::connection_config& cfg) {
+              cfg.health_check_interval = clock_type::duration::zero();
+          }) {}
     // Lock keys matching `pattern` (fence keys are `{name}:fence` and never match `ml:...`).
     std::string keys(const std::string& pattern) { return srv.command({"KEYS", pattern}); }
     // How many lock keys are left (the reply starts with `*<count>`).
     int lock_keys() { return std::stoi(keys("ml:*").substr(1)); }
-    std::string owner(const std::string& key) { return srv.command({"HGET", key, "owner"}); }
 };
 
 } // namespace

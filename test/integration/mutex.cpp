@@ -7,6 +7,7 @@
 #include "common/coro_test.hpp"
 #include "common/fault_proxy.hpp"
 #include "common/redis_process.hpp"
+#include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include "detail/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
@@ -55,6 +56,7 @@ using corolock::test::config_for;
 using corolock::test::direction;
 using corolock::test::eventually;
 using corolock::test::fault_proxy;
+using corolock::test::lease_of;
 using corolock::test::log_capture;
 using corolock::test::quiet;
 using corolock::test::redis_process;
@@ -70,13 +72,6 @@ using namespace asio::experimental::awaitable_operators;
 
 constexpr auto one_year = std::chrono::hours(24 * 365);
 
-mutex_options lease_of(clock_type::duration lease, bool watchdog = true) {
-    mutex_options o;
-    o.lease = lease;
-    o.watchdog = watchdog;
-    return o;
-}
-
 long long ms(clock_type::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -87,15 +82,10 @@ void spin_for(clock_type::duration d) {
     }
 }
 
-// Two connections to one server (`conn` and `peer`: "another process"), and on demand a third
-// one through a fault proxy (`via`), running for the length of a test body.
-struct fixture {
-    redis_process srv;
-    asio::io_context ioc;
-    corolock::connection conn{ioc.get_executor(), config_for(srv), quiet()};
-    corolock::connection peer{ioc.get_executor(), config_for(srv), quiet()};
+// The shared fixture (`conn` and `peer`: "another process"), and on demand a third connection
+// through a fault proxy.
+struct fixture : corolock::test::server_fixture {
     std::unique_ptr<fault_proxy> proxy;
-    std::unique_ptr<corolock::connection> via;
 
     // Call from the body: a connection through a new fault proxy. Health checks are off (a
     // delayed PONG would drop the connection; the tests decide when it drops).
@@ -105,28 +95,8 @@ struct fixture {
         cfg.port = std::to_string(proxy->port());
         cfg.health_check_interval = clock_type::duration::zero();
         cfg.connect_timeout = 5s;
-        via = std::make_unique<corolock::connection>(ioc.get_executor(), cfg, std::move(log));
-        via->async_run(asio::detached);
-        return *via;
+        return add_connection(cfg, std::move(log));
     }
-
-    void run(std::function<awaitable<void>()> body, std::chrono::seconds limit = 60s,
-             unsigned threads = 1) {
-        run_coroutine_test(
-            ioc,
-            [&]() -> awaitable<void> {
-                conn.async_run(asio::detached);
-                peer.async_run(asio::detached);
-                co_await body();
-                conn.cancel();
-                peer.cancel();
-                if (via)
-                    via->cancel();
-            }(),
-            limit, threads);
-    }
-    bool exists(const std::string& key) { return srv.command({"EXISTS", key}) == ":1\r\n"; }
-    std::string owner(const std::string& key) { return srv.command({"HGET", key, "owner"}); }
     corolock::lock_stats stats() { return corolock::get_lock_stats(conn); }
 };
 

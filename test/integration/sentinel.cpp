@@ -4,6 +4,7 @@
 #include "common/coro_test.hpp"
 #include "common/redis_process.hpp"
 #include "common/sentinel_set.hpp"
+#include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include <corolock/mutex.hpp>
 
@@ -25,6 +26,7 @@ using namespace std::chrono_literals;
 using asio::awaitable;
 using corolock::error;
 using corolock::error_code;
+using corolock::test::lease_of;
 using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::run_coroutine_test;
@@ -48,12 +50,6 @@ corolock::connection_config config_for(const std::vector<corolock::address>& sen
     c.sentinel.master_name = std::move(master);
     c.sentinel.connect_timeout = 300ms;
     return c;
-}
-
-corolock::mutex_options lease_of(clock_type::duration lease) {
-    corolock::mutex_options o;
-    o.lease = lease;
-    return o;
 }
 
 // The port of the server the connection is on now.
