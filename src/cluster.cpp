@@ -11,6 +11,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/assert.hpp>
 
 #include <algorithm>
 #include <sstream>
@@ -60,7 +61,10 @@ cluster_stats cluster_impl::stats() const noexcept {
             open_nodes_.load(r)};
 }
 
+// Callers check stopped_ first, with no suspension in between: stop() closes the connections
+// it finds in nodes_, and none may be added after it.
 std::shared_ptr<connection_impl> cluster_impl::node(const cluster_node& n) {
+    BOOST_ASSERT(!stopped_);
     auto key = n.address();
     if (auto it = nodes_.find(key); it != nodes_.end())
         return it->second.conn;
@@ -297,6 +301,10 @@ cluster_impl::route(std::uint16_t slot, const request& req, const request* eval,
                 continue;
             }
         }
+        // The refresh or the delay above may have outlived a stop: a node connection opened now
+        // would never be closed.
+        if (stopped_)
+            co_return std::tuple{error_code(error::not_connected), std::size_t{0}};
         const bool asking = ask.has_value();
         ask.reset();
         auto conn = node(target);

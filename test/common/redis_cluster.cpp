@@ -2,6 +2,7 @@
 #include "common/redis_cluster.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
@@ -196,11 +197,20 @@ void redis_cluster::remove_node(redis_process& node) {
 }
 
 void redis_cluster::reshard(const redis_process& from, const redis_process& to, int count) {
-    std::string out;
-    if (cli({"--cluster", "reshard", addr(from), "--cluster-from", id(from), "--cluster-to", id(to),
-             "--cluster-slots", std::to_string(count), "--cluster-yes"},
-            &out) != 0)
-        throw std::runtime_error("redis-cli --cluster reshard failed:\n" + out);
+    // Right after a reshard the nodes may not yet agree on the new epoch; redis-cli then refuses
+    // before moving anything ("Nodes don't agree about configuration"), so asking again is safe.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        std::string out;
+        if (cli({"--cluster", "reshard", addr(from), "--cluster-from", id(from), "--cluster-to",
+                 id(to), "--cluster-slots", std::to_string(count), "--cluster-yes"},
+                &out) == 0)
+            return;
+        if (out.find("don't agree about configuration") == std::string::npos ||
+            std::chrono::steady_clock::now() > give_up)
+            throw std::runtime_error("redis-cli --cluster reshard failed:\n" + out);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
 }
 
 } // namespace corolock::test
