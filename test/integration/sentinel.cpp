@@ -311,7 +311,8 @@ BOOST_AUTO_TEST_CASE(master_killed_under_load_tokens_grow_and_no_overlap) {
         90s, 1, corolock::test::drain_check::off);
 }
 
-// T3: the master is paused 4 s; the +switch-master watch moves the client before SIGCONT.
+// T3: the master is paused 4 s; the client moves to the new master before SIGCONT (normally on
+// the watch's +switch-master).
 BOOST_AUTO_TEST_CASE(master_paused_client_follows_switch_before_resume) {
     sentinel_set set;
     const auto replica = std::to_string(set.node(1).port());
@@ -329,9 +330,13 @@ BOOST_AUTO_TEST_CASE(master_paused_client_follows_switch_before_resume) {
             auto [ec, l] = co_await m.async_acquire_for(3900ms, tuple_deferred);
             std::cout << "SIGSTOP: acquire done after " << (clock_type::now() - t_pause) / 1ms
                       << " ms (" << ec.message() << "), switches " << conn.stats().master_switches
-                      << "\n";
+                      << ", resolves " << conn.stats().resolves << "\n";
             BOOST_TEST(!ec, ec.message());
-            BOOST_TEST(conn.stats().master_switches >= 1u);
+            // Moved by the watch's +switch-master, or (it raced the message once in CI) by the
+            // health check's reconnect resolving the new master first: either way a second
+            // resolution, and the connection is on the new master before SIGCONT.
+            const auto st = conn.stats();
+            BOOST_TEST(st.resolves >= 2u);
             BOOST_TEST(co_await server_port(conn) == replica); // before SIGCONT
             const auto token = l.token();
             const bool still_paused = clock_type::now() - t_pause < 4s;
