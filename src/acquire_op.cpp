@@ -21,8 +21,19 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
     resp_.reserve(4); // the reply's shape: an array of two integers (then WAIT's integer)
 }
 
+acquire_op::~acquire_op() {
+    svc_.untrack(*this);
+}
+
+acquire_op::handler_type acquire_op::abandon() noexcept {
+    svc_.untrack(*this);
+    handler_ex_ = {};
+    return std::move(handler_);
+}
+
 void acquire_op::start() {
     core_->pending.push_back(shared_from_this());
+    svc_.track(*this);
     act(fsm_.start(clock::now(), svc_.has_waiters(spec().name)));
 }
 
@@ -114,6 +125,7 @@ void acquire_op::arm() {
 }
 
 void acquire_op::complete(error_code ec, bool granted) {
+    svc_.untrack(*this);
     if (queue_) {
         svc_.leave(*this);
         queue_ = nullptr;

@@ -8,6 +8,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/execution_context.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <mutex>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <sstream>
@@ -205,6 +207,54 @@ asio::mutable_buffer read_buffer::prepare(std::size_t min_free) {
     return asio::buffer(data_.data() + end_, data_.size() - end_);
 }
 
+// ---------------------------------------------------------------- context shutdown
+
+namespace {
+
+// The connections and clusters of one execution context, abandoned when it shuts down (its
+// destructor, after the last run() returned). Created by the first of them, after the reactor
+// their timers use, so it shuts down before the reactor and the scheduler destroy their queues.
+class shutdown_registry final : public asio::execution_context::service {
+public:
+    static inline asio::execution_context::id id;
+
+    explicit shutdown_registry(asio::execution_context& ctx) : service(ctx) {}
+
+    void add(std::weak_ptr<context_shutdown_hook> hook) {
+        std::lock_guard<std::mutex> g(mutex_);
+        // Drop the dead ones once the list has doubled since the last sweep: amortised O(1).
+        if (hooks_.size() >= 2 * swept_size_ + 16) {
+            std::erase_if(hooks_, [](const auto& h) { return h.expired(); });
+            swept_size_ = hooks_.size();
+        }
+        hooks_.push_back(std::move(hook));
+    }
+
+private:
+    void shutdown() override {
+        std::vector<std::weak_ptr<context_shutdown_hook>> hooks;
+        {
+            std::lock_guard<std::mutex> g(mutex_);
+            hooks.swap(hooks_);
+        }
+        for (auto& weak : hooks)
+            if (auto h = weak.lock())
+                h->abandon();
+    }
+
+    std::mutex mutex_;
+    std::vector<std::weak_ptr<context_shutdown_hook>> hooks_;
+    std::size_t swept_size_ = 0;
+};
+
+} // namespace
+
+void abandon_at_shutdown(const asio::any_io_executor& ex,
+                         std::weak_ptr<context_shutdown_hook> hook) {
+    auto& ctx = asio::query(ex, asio::execution::context);
+    asio::use_service<shutdown_registry>(ctx).add(std::move(hook));
+}
+
 // ---------------------------------------------------------------- connection_impl
 
 namespace {
@@ -225,6 +275,33 @@ connection_impl::connection_impl(asio::any_io_executor ex, asio::ssl::context* t
       rng_(std::random_device{}()) {
     if (!cfg_.sentinel.addresses.empty())
         sentinels_.emplace(cfg_.sentinel.addresses);
+}
+
+std::shared_ptr<connection_impl> connection_impl::create(asio::any_io_executor ex,
+                                                         asio::ssl::context* tls,
+                                                         connection_config cfg, logger log) {
+    auto c = std::make_shared<connection_impl>(ex, tls, std::move(cfg), std::move(log));
+    abandon_at_shutdown(ex, c);
+    return c;
+}
+
+void connection_impl::abandon() noexcept {
+    // No thread runs the context any more. What is moved out here is destroyed at the end of
+    // this scope, outside every lock; destroying a handler may destroy the last owner of *this
+    // only through another shared_ptr, never the one the registry locked.
+    mpx_.abandon_all();
+    auto listeners = std::move(listeners_);
+    listeners_.clear();
+    auto failure_hook = std::move(connect_failure_hook_);
+    connect_failure_hook_ = nullptr;
+    std::shared_ptr<void> service;
+    std::function<void()> stop_hook;
+    {
+        std::lock_guard<std::mutex> g(lock_service_mutex_);
+        service = std::move(lock_service_);
+        stop_hook = std::move(stop_hook_);
+        stop_hook_ = nullptr;
+    }
 }
 
 connection_stats connection_impl::stats() const noexcept {
@@ -843,12 +920,11 @@ void subscription::async_receive_impl(message& out,
 // ---------------------------------------------------------------- connection
 
 connection::connection(executor_type ex, connection_config cfg, logger log)
-    : impl_(std::make_shared<detail::connection_impl>(std::move(ex), nullptr, std::move(cfg),
-                                                      std::move(log))) {}
+    : impl_(detail::connection_impl::create(std::move(ex), nullptr, std::move(cfg),
+                                            std::move(log))) {}
 
 connection::connection(executor_type ex, asio::ssl::context& tls, connection_config cfg, logger log)
-    : impl_(std::make_shared<detail::connection_impl>(std::move(ex), &tls, std::move(cfg),
-                                                      std::move(log))) {}
+    : impl_(detail::connection_impl::create(std::move(ex), &tls, std::move(cfg), std::move(log))) {}
 
 connection::~connection() {
     impl_->stop();

@@ -122,6 +122,7 @@ std::shared_ptr<lock_service> service_of(Owner& c) {
         c.lock_service([&c](std::function<void()>& on_stop) {
             auto svc =
                 std::make_shared<lock_service>(lock_transport(c.shared_from_this()).borrowed());
+            abandon_at_shutdown(c.executor(), svc);
             on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
                 if (auto s = weak.lock())
                     s->on_connection_stopped();
@@ -507,6 +508,45 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
             self->replan(earliest);
         },
         several);
+}
+
+void lock_service::track(acquire_op& op) noexcept {
+    op.live = true;
+    op.prev_live = nullptr;
+    op.next_live = live_;
+    if (live_)
+        live_->prev_live = &op;
+    live_ = &op;
+}
+
+void lock_service::untrack(acquire_op& op) noexcept {
+    if (!op.live)
+        return;
+    op.live = false;
+    (op.prev_live ? op.prev_live->next_live : live_) = op.next_live;
+    if (op.next_live)
+        op.next_live->prev_live = op.prev_live;
+    op.prev_live = op.next_live = nullptr;
+}
+
+void lock_service::abandon() noexcept {
+    // Collected first and destroyed when this returns: destroying a handler may destroy a
+    // coroutine and with it mutexes and leases, whose destructors post to the (dead) strand.
+    std::vector<completion> waits;
+    table_.for_each([&](lease_watch& w) {
+        auto& s = static_cast<lease_state&>(w);
+        for (auto& [id, h] : s.lost_waiters)
+            waits.push_back(std::move(h));
+        s.lost_waiters.clear();
+    });
+    std::vector<acquire_op::handler_type> acquires;
+    std::vector<std::shared_ptr<acquire_op>> ops; // alive until the handlers are gone
+    while (live_) {
+        ops.push_back(live_->shared_from_this());
+        acquires.push_back(live_->abandon());
+    }
+    acquires.clear();
+    waits.clear();
 }
 
 void lock_service::on_connection_stopped() {

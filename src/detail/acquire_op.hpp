@@ -14,6 +14,9 @@ public:
     using handler_type = boost::asio::any_completion_handler<void(error_code, lease)>;
 
     acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h);
+    ~acquire_op();
+    acquire_op(const acquire_op&) = delete;
+    acquire_op& operator=(const acquire_op&) = delete;
 
     static acquire_op& from_id(waiter_queue::id id) noexcept {
         return *reinterpret_cast<acquire_op*>(static_cast<std::uintptr_t>(id));
@@ -29,6 +32,14 @@ public:
     void stop() { act(fsm_.on_stop()); }
     void wake(); // became head, or a release message came for the head
     void joined(waiter_queue& q) noexcept { queue_ = &q; }
+    // The execution context is shutting down: the handler is handed over to be destroyed,
+    // never invoked (lock_service::abandon).
+    handler_type abandon() noexcept;
+
+    // Started and not completed: linked into its lock_service's list (strand only).
+    acquire_op* prev_live = nullptr;
+    acquire_op* next_live = nullptr;
+    bool live = false;
 
 private:
     void act(const acquire_action& a);

@@ -23,10 +23,16 @@
 
 namespace corolock::detail {
 
-class cluster_impl : public std::enable_shared_from_this<cluster_impl> {
+class cluster_impl : public std::enable_shared_from_this<cluster_impl>,
+                     public context_shutdown_hook {
 public:
     cluster_impl(boost::asio::any_io_executor ex, boost::asio::ssl::context* tls,
                  cluster_config cfg, logger log);
+    // Makes one and registers it for abandon_at_shutdown.
+    static std::shared_ptr<cluster_impl> create(boost::asio::any_io_executor ex,
+                                                boost::asio::ssl::context* tls, cluster_config cfg,
+                                                logger log);
+    void abandon() noexcept override;
 
     const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }
     const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept {

@@ -183,12 +183,36 @@ private:
     std::size_t end_ = 0;
 };
 
-class connection_impl : public std::enable_shared_from_this<connection_impl> {
+// What a connection or cluster does when its execution context is destroyed (or shut down) with
+// operations still queued. The context destroys the handlers in its own queues; those queued
+// inside corolock (a request waiting for its reply, a lock waiter) it never sees, and they may
+// hold the very object that holds them (a coroutine owning its connection, a cluster's routing
+// coroutine): `abandon` destroys them, never invoking them, so that such cycles are freed.
+class context_shutdown_hook {
+public:
+    virtual void abandon() noexcept = 0;
+
+protected:
+    ~context_shutdown_hook() = default;
+};
+
+// Registers `hook` with the execution context of `ex` (any thread): `abandon()` is called when
+// that context shuts down, if the object is still alive then.
+void abandon_at_shutdown(const boost::asio::any_io_executor& ex,
+                         std::weak_ptr<context_shutdown_hook> hook);
+
+class connection_impl : public std::enable_shared_from_this<connection_impl>,
+                        public context_shutdown_hook {
 public:
     using clock = std::chrono::steady_clock;
 
     connection_impl(boost::asio::any_io_executor ex, boost::asio::ssl::context* tls,
                     connection_config cfg, logger log);
+    // Makes one and registers it for abandon_at_shutdown.
+    static std::shared_ptr<connection_impl> create(boost::asio::any_io_executor ex,
+                                                   boost::asio::ssl::context* tls,
+                                                   connection_config cfg, logger log);
+    void abandon() noexcept override;
 
     const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }
     // A strand of the io_context's own executor when the user's executor is one (a strand of

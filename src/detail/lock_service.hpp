@@ -104,7 +104,8 @@ struct lease_access {
 // "corolock: lock 'name': ", the start of every line the lock layer logs about one lock.
 std::string describe(const lock_spec& spec);
 
-class lock_service : public std::enable_shared_from_this<lock_service> {
+class lock_service : public std::enable_shared_from_this<lock_service>,
+                     public context_shutdown_hook {
 public:
     explicit lock_service(lock_transport io);
 
@@ -128,6 +129,13 @@ public:
     void cancel_wait_lost(lease_state& s, std::uint64_t id);
 
     void on_connection_stopped();
+    // The execution context is shutting down (abandon_at_shutdown): destroys, never invokes, the
+    // handlers of pending acquires and of waits for loss, which may hold what holds them (a
+    // coroutine owning its mutex or its lease).
+    void abandon() noexcept override;
+    // Pending acquires, for abandon (strand only; untrack is a no-op for an op not tracked).
+    void track(acquire_op& op) noexcept;
+    void untrack(acquire_op& op) noexcept;
     lock_stats stats() const { return stats_.snapshot(); }
 
     lock_metrics stats_;
@@ -160,6 +168,7 @@ private:
     bool loop_running_ = false;
     clock::time_point planned_ = clock::time_point::max();
     std::minstd_rand rng_;
+    acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
 };
 
 } // namespace corolock::detail

@@ -140,4 +140,16 @@ void multiplexer::fail_all(error_code ec) {
         e->complete(ec);
 }
 
+void multiplexer::abandon_all() noexcept {
+    // Moved out first: destroying an entry may destroy a coroutine whose locals touch nothing
+    // here, but never while the queues are half cleared.
+    auto waiting = std::move(waiting_);
+    auto in_flight = std::move(in_flight_);
+    auto no_reply = std::move(no_reply_);
+    waiting_.clear();
+    in_flight_.clear();
+    no_reply_.clear();
+    buffer_.clear();
+}
+
 } // namespace corolock::detail

@@ -129,6 +129,9 @@ public:
     void fail_waiting_before(exec_entry::clock::time_point deadline, error_code ec);
     // Fails everything.
     void fail_all(error_code ec);
+    // Lets go of every entry without completing it (the execution context is being destroyed:
+    // its handlers are destroyed, never invoked).
+    void abandon_all() noexcept;
 
 private:
     std::size_t max_reply_nodes_;

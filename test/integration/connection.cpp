@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -740,6 +741,63 @@ BOOST_AUTO_TEST_CASE(refused_subscription_fails_clearly_and_never_shifts_replies
                    return l == "subscription refused: SUBSCRIBE secret: NOPERM this user has no "
                                "permissions to access one of the channels used as arguments";
                }) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(io_context_destroyed_with_requests_queued_frees_them) {
+    // A coroutine that owns its connection and waits for a reply is a cycle: the frame holds the
+    // connection, whose queue holds the request, whose handler holds the frame. The io_context
+    // destroys only the handlers in its own queues; stopping and destroying it while the request
+    // waits (here: for a connection to a port nobody listens on) must still free all of it.
+    asio::io_context probe;
+    asio::ip::tcp::acceptor a(probe, {asio::ip::make_address("127.0.0.1"), 0});
+    const auto port = a.local_endpoint().port();
+    a.close();
+
+    std::weak_ptr<int> frame_alive, handler_alive;
+    bool started = false, completed = false;
+    {
+        asio::io_context ioc;
+        auto frame_token = std::make_shared<int>(0);
+        frame_alive = frame_token;
+        asio::co_spawn(
+            ioc,
+            [&, port, frame_token]() -> awaitable<void> {
+                connection_config cfg;
+                cfg.port = std::to_string(port);
+                cfg.reconnect_wait = 10s;
+                cfg.max_wait_for_connection = 0s;
+                corolock::connection conn(co_await asio::this_coro::executor, cfg, quiet());
+                conn.async_run(asio::detached);
+                request ping;
+                ping.push("PING");
+                started = true;
+                co_await conn.async_exec(ping, corolock::ignore, tuple_deferred);
+                completed = true;
+            },
+            asio::detached);
+        auto handler_token = std::make_shared<int>(0);
+        handler_alive = handler_token;
+        // A second one with a plain callback that owns the connection through a shared_ptr.
+        connection_config cfg;
+        cfg.port = std::to_string(port);
+        cfg.reconnect_wait = 10s;
+        cfg.max_wait_for_connection = 0s;
+        auto conn = std::make_shared<corolock::connection>(ioc.get_executor(), cfg, quiet());
+        conn->async_run(asio::detached);
+        static const request ping = [] {
+            request r;
+            r.push("PING");
+            return r;
+        }();
+        conn->async_exec(ping, corolock::ignore, [conn, handler_token](error_code, std::size_t) {});
+        conn.reset();
+        ioc.run_for(300ms);
+        ioc.stop();
+    }
+    BOOST_TEST(started);
+    BOOST_TEST(!completed);
+    BOOST_TEST(frame_alive.expired());
+    BOOST_TEST(handler_alive.expired());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

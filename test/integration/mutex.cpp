@@ -739,6 +739,53 @@ BOOST_FIXTURE_TEST_CASE(l2_destroying_a_mutex_cancels_its_pending_acquires, fixt
     });
 }
 
+BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both) {
+    // Coroutines that own their connection and mutex, one holding a lease, one waiting behind
+    // it, when the io_context is stopped and destroyed: nothing they own may outlive it (each
+    // frame is held by a handler queued inside corolock: the lease's wait for loss, the
+    // waiter's queue entry and timer). The key is left to expire.
+    redis_process srv;
+    std::weak_ptr<int> holder_alive, waiter_alive;
+    bool held = false, waiter_done = false;
+    {
+        asio::io_context ioc;
+        corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+        conn.async_run(asio::detached);
+        auto holder_token = std::make_shared<int>(0);
+        auto waiter_token = std::make_shared<int>(0);
+        holder_alive = holder_token;
+        waiter_alive = waiter_token;
+        asio::co_spawn(
+            ioc,
+            [&, holder_token]() -> awaitable<void> {
+                corolock::mutex m(conn, "lock:orphaned", lease_of(2s));
+                lease l = co_await m.async_acquire();
+                held = true;
+                co_await l.async_wait_lost(tuple_deferred);
+            },
+            asio::detached);
+        asio::co_spawn(
+            ioc,
+            [&, waiter_token]() -> awaitable<void> {
+                while (!held)
+                    co_await sleep_for(5ms);
+                corolock::mutex m(conn, "lock:orphaned", lease_of(2s));
+                co_await m.async_acquire(tuple_deferred);
+                waiter_done = true;
+            },
+            asio::detached);
+        ioc.run_for(500ms);
+        ioc.stop();
+    }
+    BOOST_TEST(held);
+    BOOST_TEST(!waiter_done);
+    BOOST_TEST(holder_alive.expired());
+    BOOST_TEST(waiter_alive.expired());
+    const auto pttl = srv.command({"PTTL", "lock:orphaned"}); // held, left to expire
+    BOOST_REQUIRE(pttl.starts_with(":"));
+    BOOST_TEST(std::stoll(pttl.substr(1)) > 0);
+}
+
 // Review L5: an acquire_for that timed out while Redis stalled, retried at once.
 BOOST_FIXTURE_TEST_CASE(l5_timed_out_acquire_retried_gets_a_full_lease, fixture) {
     run([&]() -> awaitable<void> {
