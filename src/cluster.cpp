@@ -51,29 +51,13 @@ cluster_impl::cluster_impl(asio::any_io_executor ex, asio::ssl::context* tls, cl
       cfg_(std::move(cfg)), log_(std::move(log)), run_timer_(strand_), refresh_done_(strand_),
       rng_(std::random_device{}()) {}
 
-std::shared_ptr<cluster_impl> cluster_impl::create(asio::any_io_executor ex,
-                                                   asio::ssl::context* tls, cluster_config cfg,
-                                                   logger log) {
-    auto c = std::make_shared<cluster_impl>(ex, tls, std::move(cfg), std::move(log));
-    abandon_at_shutdown(ex, c);
-    return c;
-}
-
 void cluster_impl::abandon() noexcept {
     // As connection_impl::abandon. The node connections abandon their own queues (they are
-    // registered too); here go the subscriptions, the lock layer and the nodes.
+    // registered too); here go the subscriptions and the nodes.
     auto subs = std::move(subs_);
     subs_.clear();
     auto nodes = std::move(nodes_);
     nodes_.clear();
-    std::shared_ptr<void> service;
-    std::function<void()> stop_hook;
-    {
-        std::lock_guard<std::mutex> g(lock_service_mutex_);
-        service = std::move(lock_service_);
-        stop_hook = std::move(stop_hook_);
-        stop_hook_ = nullptr;
-    }
 }
 
 cluster_stats cluster_impl::stats() const noexcept {
@@ -97,7 +81,7 @@ std::shared_ptr<connection_impl> cluster_impl::node(const cluster_node& n) {
     cfg.host = n.host;
     cfg.port = n.port;
     cfg.unix_socket.clear();
-    auto conn = connection_impl::create(user_ex_, tls_, std::move(cfg), log_);
+    auto conn = make_abandonable<connection_impl>(user_ex_, user_ex_, tls_, std::move(cfg), log_);
     conn->use_sharded_pubsub();
     // An unreachable node may have left the cluster or lost its slots: a fresh map soon lets
     // the requests waiting for it go to the new owner (apply, below).
@@ -584,10 +568,12 @@ void cluster_impl::subscribe_now(const std::string& channel, bool again) {
 namespace asio = boost::asio;
 
 cluster::cluster(executor_type ex, cluster_config cfg, logger log)
-    : impl_(detail::cluster_impl::create(std::move(ex), nullptr, std::move(cfg), std::move(log))) {}
+    : impl_(detail::make_abandonable<detail::cluster_impl>(ex, ex, nullptr, std::move(cfg),
+                                                           std::move(log))) {}
 
 cluster::cluster(executor_type ex, asio::ssl::context& tls, cluster_config cfg, logger log)
-    : impl_(detail::cluster_impl::create(std::move(ex), &tls, std::move(cfg), std::move(log))) {}
+    : impl_(detail::make_abandonable<detail::cluster_impl>(ex, ex, &tls, std::move(cfg),
+                                                           std::move(log))) {}
 
 cluster::~cluster() {
     impl_->stop();

@@ -277,31 +277,12 @@ connection_impl::connection_impl(asio::any_io_executor ex, asio::ssl::context* t
         sentinels_.emplace(cfg_.sentinel.addresses);
 }
 
-std::shared_ptr<connection_impl> connection_impl::create(asio::any_io_executor ex,
-                                                         asio::ssl::context* tls,
-                                                         connection_config cfg, logger log) {
-    auto c = std::make_shared<connection_impl>(ex, tls, std::move(cfg), std::move(log));
-    abandon_at_shutdown(ex, c);
-    return c;
-}
-
 void connection_impl::abandon() noexcept {
-    // No thread runs the context any more. What is moved out here is destroyed at the end of
-    // this scope, outside every lock; destroying a handler may destroy the last owner of *this
-    // only through another shared_ptr, never the one the registry locked.
+    // No thread runs the context any more: what is moved out is destroyed when this returns.
+    // (The lock layer registers on its own: lock_service::abandon.)
     mpx_.abandon_all();
     auto listeners = std::move(listeners_);
     listeners_.clear();
-    auto failure_hook = std::move(connect_failure_hook_);
-    connect_failure_hook_ = nullptr;
-    std::shared_ptr<void> service;
-    std::function<void()> stop_hook;
-    {
-        std::lock_guard<std::mutex> g(lock_service_mutex_);
-        service = std::move(lock_service_);
-        stop_hook = std::move(stop_hook_);
-        stop_hook_ = nullptr;
-    }
 }
 
 connection_stats connection_impl::stats() const noexcept {
@@ -920,11 +901,12 @@ void subscription::async_receive_impl(message& out,
 // ---------------------------------------------------------------- connection
 
 connection::connection(executor_type ex, connection_config cfg, logger log)
-    : impl_(detail::connection_impl::create(std::move(ex), nullptr, std::move(cfg),
-                                            std::move(log))) {}
+    : impl_(detail::make_abandonable<detail::connection_impl>(ex, ex, nullptr, std::move(cfg),
+                                                              std::move(log))) {}
 
 connection::connection(executor_type ex, asio::ssl::context& tls, connection_config cfg, logger log)
-    : impl_(detail::connection_impl::create(std::move(ex), &tls, std::move(cfg), std::move(log))) {}
+    : impl_(detail::make_abandonable<detail::connection_impl>(ex, ex, &tls, std::move(cfg),
+                                                              std::move(log))) {}
 
 connection::~connection() {
     impl_->stop();

@@ -120,9 +120,8 @@ template <class Owner>
 std::shared_ptr<lock_service> service_of(Owner& c) {
     return std::static_pointer_cast<lock_service>(
         c.lock_service([&c](std::function<void()>& on_stop) {
-            auto svc =
-                std::make_shared<lock_service>(lock_transport(c.shared_from_this()).borrowed());
-            abandon_at_shutdown(c.executor(), svc);
+            auto svc = make_abandonable<lock_service>(
+                c.executor(), lock_transport(c.shared_from_this()).borrowed());
             on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
                 if (auto s = weak.lock())
                     s->on_connection_stopped();

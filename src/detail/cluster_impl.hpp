@@ -28,10 +28,6 @@ class cluster_impl : public std::enable_shared_from_this<cluster_impl>,
 public:
     cluster_impl(boost::asio::any_io_executor ex, boost::asio::ssl::context* tls,
                  cluster_config cfg, logger log);
-    // Makes one and registers it for abandon_at_shutdown.
-    static std::shared_ptr<cluster_impl> create(boost::asio::any_io_executor ex,
-                                                boost::asio::ssl::context* tls, cluster_config cfg,
-                                                logger log);
     void abandon() noexcept override;
 
     const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }

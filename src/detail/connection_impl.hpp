@@ -201,6 +201,14 @@ protected:
 void abandon_at_shutdown(const boost::asio::any_io_executor& ex,
                          std::weak_ptr<context_shutdown_hook> hook);
 
+// std::make_shared<T>(args...), registered with abandon_at_shutdown on `ex`'s context.
+template <class T, class... Args>
+std::shared_ptr<T> make_abandonable(const boost::asio::any_io_executor& ex, Args&&... args) {
+    auto p = std::make_shared<T>(std::forward<Args>(args)...);
+    abandon_at_shutdown(ex, p);
+    return p;
+}
+
 class connection_impl : public std::enable_shared_from_this<connection_impl>,
                         public context_shutdown_hook {
 public:
@@ -208,10 +216,6 @@ public:
 
     connection_impl(boost::asio::any_io_executor ex, boost::asio::ssl::context* tls,
                     connection_config cfg, logger log);
-    // Makes one and registers it for abandon_at_shutdown.
-    static std::shared_ptr<connection_impl> create(boost::asio::any_io_executor ex,
-                                                   boost::asio::ssl::context* tls,
-                                                   connection_config cfg, logger log);
     void abandon() noexcept override;
 
     const boost::asio::any_io_executor& executor() const noexcept { return user_ex_; }
