@@ -27,8 +27,18 @@ acquire_op::~acquire_op() {
 
 acquire_op::handler_type acquire_op::abandon() noexcept {
     svc_.untrack(*this);
+    unlist(); // the mutex's list and this op's core_ would hold each other
     handler_ex_ = {};
     return std::move(handler_);
+}
+
+void acquire_op::unlist() noexcept {
+    auto& p = core_->pending;
+    auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });
+    if (it != p.end()) {
+        std::swap(*it, p.back());
+        p.pop_back();
+    }
 }
 
 void acquire_op::start() {
@@ -152,12 +162,7 @@ void acquire_op::complete(error_code ec, bool granted) {
     }
     deliver_on(handler_ex_, std::move(handler_), spec().io.executor(), ec, std::move(out));
     handler_ex_ = {};
-    auto& p = core_->pending;
-    auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });
-    if (it != p.end()) {
-        std::swap(*it, p.back());
-        p.pop_back();
-    }
+    unlist();
 }
 
 } // namespace corolock::detail

@@ -48,6 +48,7 @@ private:
     void on_timer();
     void arm();
     void complete(error_code ec, bool granted);
+    void unlist() noexcept; // out of core_->pending
     bool head() const { return queue_ ? queue_->is_head(id()) : !svc_.has_waiters(spec().name); }
     bool woken() const noexcept { return queue_ && queue_->woken(id()); }
 

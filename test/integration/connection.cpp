@@ -753,7 +753,7 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_requests_queued_frees_them) {
     const auto port = a.local_endpoint().port();
     a.close();
 
-    std::weak_ptr<int> frame_alive, handler_alive;
+    std::weak_ptr<int> frame_alive, handler_alive, connection_alive;
     bool started = false, completed = false;
     {
         asio::io_context ioc;
@@ -782,7 +782,14 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_requests_queued_frees_them) {
         cfg.port = std::to_string(port);
         cfg.reconnect_wait = 10s;
         cfg.max_wait_for_connection = 0s;
-        auto conn = std::make_shared<corolock::connection>(ioc.get_executor(), cfg, quiet());
+        // Its logger owns a token: the connection itself must be freed too.
+        auto connection_token = std::make_shared<int>(0);
+        connection_alive = connection_token;
+        auto conn = std::make_shared<corolock::connection>(
+            ioc.get_executor(), cfg,
+            corolock::logger{corolock::logger::level::off,
+                             [connection_token](corolock::logger::level, std::string_view) {}});
+        connection_token.reset();
         conn->async_run(asio::detached);
         static const request ping = [] {
             request r;
@@ -798,6 +805,7 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_requests_queued_frees_them) {
     BOOST_TEST(!completed);
     BOOST_TEST(frame_alive.expired());
     BOOST_TEST(handler_alive.expired());
+    BOOST_TEST(connection_alive.expired());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -745,11 +745,18 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both)
     // frame is held by a handler queued inside corolock: the lease's wait for loss, the
     // waiter's queue entry and timer). The key is left to expire.
     redis_process srv;
-    std::weak_ptr<int> holder_alive, waiter_alive;
+    std::weak_ptr<int> holder_alive, waiter_alive, connection_alive;
     bool held = false, waiter_done = false;
     {
         asio::io_context ioc;
-        corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+        // The connection's logger owns a token: the connection itself must be freed too.
+        auto connection_token = std::make_shared<int>(0);
+        connection_alive = connection_token;
+        corolock::connection conn(
+            ioc.get_executor(), config_for(srv),
+            corolock::logger{corolock::logger::level::off,
+                             [connection_token](corolock::logger::level, std::string_view) {}});
+        connection_token.reset();
         conn.async_run(asio::detached);
         auto holder_token = std::make_shared<int>(0);
         auto waiter_token = std::make_shared<int>(0);
@@ -781,6 +788,7 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both)
     BOOST_TEST(!waiter_done);
     BOOST_TEST(holder_alive.expired());
     BOOST_TEST(waiter_alive.expired());
+    BOOST_TEST(connection_alive.expired());
     const auto pttl = srv.command({"PTTL", "lock:orphaned"}); // held, left to expire
     BOOST_REQUIRE(pttl.starts_with(":"));
     BOOST_TEST(std::stoll(pttl.substr(1)) > 0);
