@@ -283,6 +283,52 @@ awaitable<void> self_moving_node(asio::ip::tcp::acceptor& acceptor, std::atomic<
 
 } // namespace
 
+BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_routed_request_frees_the_cluster) {
+    // A coroutine that owns its cluster, with a request routed to a node and blocked there
+    // (BLPOP), when the io_context is destroyed: the routing coroutine holds the cluster, the
+    // node's queue holds the routing coroutine. All of it must be freed: the frame, and the
+    // cluster and its node connections (their logger, a copy of the cluster's, owns a token).
+    if (!redis_cluster::available())
+        return;
+    cluster_fixture f;
+    std::weak_ptr<int> frame_alive, cluster_alive;
+    bool sent = false, answered = false;
+    {
+        asio::io_context ioc;
+        auto frame_token = std::make_shared<int>(0);
+        auto cluster_token = std::make_shared<int>(0);
+        frame_alive = frame_token;
+        cluster_alive = cluster_token;
+        auto cfg = fast_fail_config(*f.c->nodes()[0]);
+        cfg.node.health_check_interval = 0s; // its PING would queue behind the BLPOP
+        asio::co_spawn(
+            ioc,
+            [&, frame_token, cfg,
+             log = corolock::logger{corolock::logger::level::off,
+                                    [cluster_token](corolock::logger::level, std::string_view) {
+                                    }}]() -> awaitable<void> {
+                corolock::cluster cl(co_await asio::this_coro::executor, cfg, log);
+                cl.async_run(asio::detached);
+                request blpop;
+                blpop.push("BLPOP", "frees:list", "30");
+                sent = true;
+                co_await cl.async_exec("frees:list", blpop, corolock::ignore, nothrow);
+                answered = true;
+            },
+            asio::detached);
+        cluster_token.reset();
+        ioc.run_for(1500ms);
+        ioc.stop();
+        // The request is on the node, blocked there.
+        const auto info = f.c->master_of(key_slot("frees:list")).command({"INFO", "clients"});
+        BOOST_TEST(info.find("blocked_clients:1") != std::string::npos, info);
+    }
+    BOOST_TEST(sent);
+    BOOST_TEST(!answered);
+    BOOST_TEST(frame_alive.expired());
+    BOOST_TEST(cluster_alive.expired());
+}
+
 BOOST_AUTO_TEST_CASE(redirect_budget_against_a_node_that_moves_to_itself) {
     asio::io_context ioc;
     asio::ip::tcp::acceptor acceptor(ioc, {asio::ip::make_address("127.0.0.1"), 0});
