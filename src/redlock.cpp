@@ -92,10 +92,13 @@ struct owner_requests {
 
 class redlock_acquire_op;
 
-struct redlock_core : std::enable_shared_from_this<redlock_core> {
+// Registered with the context's shutdown (make_abandonable): `abandon` destroys the handlers of
+// pending acquisitions, which may own the handle that owns this.
+struct redlock_core : std::enable_shared_from_this<redlock_core>, context_shutdown_hook {
     explicit redlock_core(std::shared_ptr<const redlock_spec> s)
         : spec(std::move(s)), strand(asio::make_strand(spec->executor())),
           rng(std::random_device{}()) {}
+    void abandon() noexcept override;
 
     std::shared_ptr<const redlock_spec> spec;
     asio::strand<asio::any_io_executor> strand;
@@ -177,7 +180,10 @@ std::string describe(const redlock_spec& spec) {
 // ---------------------------------------------------------------------------------------------
 // A held lease
 
-struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state> {
+// Registered with the context's shutdown (make_abandonable): `abandon` destroys the handlers
+// waiting for loss or release, which may own the lease that owns this.
+struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
+                             context_shutdown_hook {
     redlock_lease_state(std::shared_ptr<redlock_core> c, std::shared_ptr<const owner_requests> r,
                         const redlock_hold_params& p, clock::time_point sent)
         : core(std::move(c)), reqs(std::move(r)), fsm(p, sent), timer(core->strand) {
@@ -257,6 +263,14 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state> {
         act(fsm.on_release(clock::now()));
     }
 
+    void abandon() noexcept override {
+        // Moved out first: destroying a handler may destroy the lease (the caller holds this).
+        auto waiters = std::move(lost_waiters);
+        lost_waiters.clear();
+        auto done = std::move(release_done);
+        release_done.reset();
+    }
+
     void wait_lost(std::uint64_t id, completion_ec h) {
         const auto s = fsm.current();
         if (s == redlock_lease_fsm::state::lost ||
@@ -306,6 +320,12 @@ public:
     }
     void cancel() { act(fsm_.on_cancel()); }
     void wake() { act(fsm_.on_wake(clock::now())); }
+    // The context is shutting down: the handler, to be destroyed, never invoked.
+    handler_type abandon() noexcept {
+        joined_ = false;
+        handler_ex_ = {};
+        return std::move(handler_);
+    }
 
 private:
     void act(const redlock_action& a) {
@@ -373,7 +393,8 @@ private:
             hp.watchdog = o.watchdog;
             if (o.max_hold > clock::duration::zero())
                 hp.max_hold_at = fsm_.sent() + o.max_hold;
-            auto st = std::make_shared<redlock_lease_state>(core_, reqs_, hp, fsm_.sent());
+            auto st = make_abandonable<redlock_lease_state>(spec().executor(), core_, reqs_, hp,
+                                                            fsm_.sent());
             st->arm();
             out = redlock_core::make_lease(std::move(st));
         }
@@ -442,6 +463,19 @@ void redlock_core::leave(redlock_acquire_op* op) {
     listener.reset();
 }
 
+void redlock_core::abandon() noexcept {
+    // No thread runs the context any more; the ops outlive their handlers, which may own the
+    // handle (and its destructor posts to the dead strand).
+    auto ops = std::move(pending);
+    pending.clear();
+    waiters.clear();
+    listener.reset();
+    std::vector<redlock_acquire_op::handler_type> handlers;
+    for (auto& op : ops)
+        handlers.push_back(op->abandon());
+    handlers.clear();
+}
+
 void redlock_core::wake_head() {
     if (!waiters.empty())
         waiters.front()->wake();
@@ -478,7 +512,8 @@ redlock::redlock(std::span<connection* const> nodes, std::string name, redlock_o
                 : std::max<clock::duration>(opts.lease / 20, std::chrono::milliseconds(5));
         spec->lease_ms = std::to_string(detail::to_ms(opts.lease));
     }
-    core_ = std::make_shared<detail::redlock_core>(std::move(spec));
+    auto ex = spec->executor();
+    core_ = detail::make_abandonable<detail::redlock_core>(ex, std::move(spec));
 }
 
 redlock::~redlock() {

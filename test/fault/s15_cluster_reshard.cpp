@@ -163,15 +163,17 @@ BOOST_AUTO_TEST_CASE(locks_hold_while_slots_move_back_and_forth, *utf::timeout(2
     std::this_thread::sleep_for(2s); // the held leases are taken
     auto& a = c.master_of(0);
     auto& b = c.master_of(16383);
+    // At least one round there and back, more while the workers run: a reshard of 2000 slots
+    // takes 4 to 12 s here, with the machine's load.
     int moves = 0;
-    while (monotonic_ns() < until_ns - 5'000'000'000) {
+    do {
         faults.note("reshard 2000 slots " + std::to_string(a.port()) + " -> " +
                     std::to_string(b.port()));
         c.reshard(a, b, 2000);
         faults.note("reshard 2000 slots back");
         c.reshard(b, a, 2000);
         moves += 4000;
-    }
+    } while (monotonic_ns() < until_ns - 5'000'000'000);
     faults.note("reshards done");
     for (auto& p : procs)
         BOOST_TEST(p->wait(60s) == 0);
@@ -214,8 +216,10 @@ BOOST_AUTO_TEST_CASE(locks_hold_while_slots_move_back_and_forth, *utf::timeout(2
                                << ", longest time without a new section " << ms_text(gap)
                                << " ms, failed acquires " << n.failed_acquires << ", lost "
                                << n.lost);
+    std::int64_t redirects = 0; // the moves reached the workers' requests
     for (const auto& r : parse_records(text))
         if (r.kind == "stats") {
+            redirects += r.num("moved") + r.num("asks");
             BOOST_TEST_MESSAGE(
                 "  worker " << r.text("w") << ": held leases lost " << r.text("held_lost")
                             << ", renewals " << r.text("renewals") << ", MOVED " << r.text("moved")
@@ -227,7 +231,8 @@ BOOST_AUTO_TEST_CASE(locks_hold_while_slots_move_back_and_forth, *utf::timeout(2
             BOOST_TEST(r.num("waiting") == 0);
             BOOST_TEST(r.num("unexpected") == 0);
         }
-    BOOST_TEST(moves >= 8000);
+    BOOST_TEST(moves >= 4000);
+    BOOST_TEST(redirects > 0);
     BOOST_TEST(overlaps.overlaps == 0u);
     for (const auto& e : overlaps.examples)
         BOOST_TEST_MESSAGE("  " << e);

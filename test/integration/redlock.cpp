@@ -541,4 +541,64 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_of_contending_coroutines) {
     });
 }
 
+BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both) {
+    // As the single-node case (mutex/io_context_destroyed_with_a_holder_and_a_waiter_frees_both):
+    // coroutines that own their redlock and lease, one holding and waiting for its loss, one
+    // waiting behind it, when the io_context is stopped and destroyed. Each frame is held by a
+    // handler queued inside corolock (the lease's wait for loss, the pending acquisition of the
+    // handle), which the handle's state holds in turn: nothing may outlive the context.
+    std::vector<std::unique_ptr<redis_process>> srv;
+    for (int i = 0; i < 3; ++i)
+        srv.push_back(std::make_unique<redis_process>());
+    std::weak_ptr<int> holder_alive, waiter_alive;
+    bool held = false, waiter_done = false;
+    {
+        asio::io_context ioc;
+        std::vector<std::unique_ptr<corolock::connection>> conns;
+        std::vector<corolock::connection*> ptrs;
+        for (auto& s : srv) {
+            conns.push_back(std::make_unique<corolock::connection>(ioc.get_executor(),
+                                                                   config_for(*s), quiet()));
+            ptrs.push_back(conns.back().get());
+            conns.back()->async_run(asio::detached);
+        }
+        auto holder_token = std::make_shared<int>(0);
+        auto waiter_token = std::make_shared<int>(0);
+        holder_alive = holder_token;
+        waiter_alive = waiter_token;
+        asio::co_spawn(
+            ioc,
+            [&, holder_token]() -> awaitable<void> {
+                corolock::redlock r(ptrs, "rl:orphaned", options_of(2s));
+                redlock_lease l = co_await r.async_acquire();
+                held = true;
+                co_await l.async_wait_lost(tuple_deferred);
+            },
+            asio::detached);
+        asio::co_spawn(
+            ioc,
+            [&, waiter_token]() -> awaitable<void> {
+                while (!held)
+                    co_await sleep_for(5ms);
+                corolock::redlock r(ptrs, "rl:orphaned", options_of(2s));
+                co_await r.async_acquire(tuple_deferred);
+                waiter_done = true;
+            },
+            asio::detached);
+        holder_token.reset();
+        waiter_token.reset();
+        ioc.run_for(500ms);
+        ioc.stop();
+    }
+    BOOST_TEST(held);
+    BOOST_TEST(!waiter_done);
+    BOOST_TEST(holder_alive.expired());
+    BOOST_TEST(waiter_alive.expired());
+    for (auto& s : srv) { // held, left to expire
+        const auto pttl = s->command({"PTTL", "rl:orphaned"});
+        BOOST_REQUIRE(pttl.starts_with(":"));
+        BOOST_TEST(std::stoll(pttl.substr(1)) > 0);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
