@@ -191,9 +191,7 @@ private:
 class context_shutdown_hook {
 public:
     virtual void abandon() noexcept = 0;
-
-protected:
-    ~context_shutdown_hook() = default;
+    virtual ~context_shutdown_hook() = default;
 };
 
 // Registers `hook` with the execution context of `ex` (any thread): `abandon()` is called when
