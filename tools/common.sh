@@ -39,7 +39,7 @@ REDIS_PORT=
 port_listening() {
     local port=$1
     if command -v ss >/dev/null 2>&1; then
-        ss -Hltn "sport = :$port" 2>/dev/null | grep -q .
+        ss -Hltn "sport = :$port" 2>/dev/null | grep . >/dev/null
     else
         timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
     fi

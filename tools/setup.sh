@@ -19,7 +19,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 package_present() {
     local pkg=$1
     if command -v dpkg-query >/dev/null 2>&1 &&
-        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep 'ok installed' >/dev/null; then
         return 0
     fi
     case $pkg in

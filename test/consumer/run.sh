@@ -79,7 +79,7 @@ for name in static shared; do
     cmake --build "$work/test_package-$name" -j"$jobs"
     "$work/test_package-$name/test_package"
 done
-ldd "$work/package-shared/consumer" | grep -q "$work/shared/lib/$soname" ||
+ldd "$work/package-shared/consumer" | grep "$work/shared/lib/$soname" >/dev/null ||
     fail "the shared consumer does not load $work/shared/lib/$soname"
 
 log "pkg-config consumer against the static install"
@@ -102,7 +102,7 @@ tar -czf "$work/corolock.tar.gz" --transform 's,^,corolock/,' CMakeLists.txt LIC
 consume "$work/fetchcontent" -DCOROLOCK_CONSUME=fetchcontent -DCOROLOCK_SOURCE="$work/corolock.tar.gz" \
     -DBUILD_SHARED_LIBS=ON -DCMAKE_BUILD_TYPE=MinSizeRel
 "$work/fetchcontent/consumer" "$REDIS_PORT"
-ldd "$work/fetchcontent/consumer" | grep -q "libcorolock\.so\.[0-9]" ||
+ldd "$work/fetchcontent/consumer" | grep "libcorolock\.so\.[0-9]" >/dev/null ||
     fail "the FetchContent consumer is not linked to the shared library"
 
 log "consumer test passed"
