@@ -1,7 +1,10 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/coro_test.hpp"
 
+#include "common/test_config.hpp"
+
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -141,6 +144,43 @@ void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<voi
         BOOST_ERROR("io_context did not drain after the test body finished (work still pending "
                     << elapsed << " ms after the start)");
     }
+}
+
+void orphaned_pair::run(boost::asio::io_context& ioc,
+                        std::function<boost::asio::awaitable<void>(bool&)> hold,
+                        std::function<boost::asio::awaitable<void>()> wait) {
+    namespace asio = boost::asio;
+    using namespace std::chrono_literals;
+    auto holder_token = std::make_shared<int>(0), waiter_token = std::make_shared<int>(0);
+    holder_alive_ = holder_token;
+    waiter_alive_ = waiter_token;
+    // The tokens and the functions live in the lambdas, which co_spawn keeps in the frames.
+    asio::co_spawn(
+        ioc,
+        [this, holder_token, hold = std::move(hold)]() -> asio::awaitable<void> {
+            co_await hold(held_);
+        },
+        asio::detached);
+    asio::co_spawn(
+        ioc,
+        [this, waiter_token, wait = std::move(wait)]() -> asio::awaitable<void> {
+            while (!held_)
+                co_await sleep_for(5ms);
+            co_await wait();
+            waiter_done_ = true;
+        },
+        asio::detached);
+    holder_token.reset();
+    waiter_token.reset();
+    ioc.run_for(500ms);
+    ioc.stop();
+}
+
+void orphaned_pair::check() const {
+    BOOST_TEST(held_);
+    BOOST_TEST(!waiter_done_);
+    BOOST_TEST(holder_alive_.expired());
+    BOOST_TEST(waiter_alive_.expired());
 }
 
 } // namespace corolock::test

@@ -6,6 +6,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 namespace corolock::test {
 
@@ -30,6 +32,34 @@ enum class drain_check {
 void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<void> body,
                         std::chrono::steady_clock::duration timeout = std::chrono::seconds(30),
                         unsigned threads = 1, drain_check drain = drain_check::on);
+
+// The io_context-shutdown case of each lock primitive: a coroutine holds a lock and waits for its
+// lease's loss, another waits for the same lock, when their io_context is stopped and destroyed.
+// Each frame is then held only by a handler queued inside corolock, which the primitive's state
+// holds in turn: the context's shutdown must free both.
+//
+//     orphaned_pair pair;
+//     {
+//         asio::io_context ioc;
+//         ... connections on ioc, running ...
+//         pair.run(ioc, [&](bool& held) -> awaitable<void> { acquire; held = true; wait lost },
+//                  [&]() -> awaitable<void> { acquire the same lock });
+//     } // ioc destroyed here
+//     pair.check();
+class orphaned_pair {
+public:
+    // Spawns both (the waiter once `held` is set), each owning a token, runs `ioc` for 500 ms
+    // and stops it.
+    void run(boost::asio::io_context& ioc, std::function<boost::asio::awaitable<void>(bool&)> hold,
+             std::function<boost::asio::awaitable<void>()> wait);
+    // After the context's destruction: the holder held, the waiter never completed, and both
+    // coroutine frames are gone.
+    void check() const;
+
+private:
+    bool held_ = false, waiter_done_ = false;
+    std::weak_ptr<int> holder_alive_, waiter_alive_;
+};
 
 } // namespace corolock::test
 
