@@ -641,8 +641,13 @@ awaitable<error_code> connection_impl::health_check() {
                 },
                 nothrow);
         };
+        // A PING queued behind a deep pipeline is late while replies keep coming: the
+        // server is busy, not dead. Only an interval with no byte read at all is a stall.
+        const auto read_before = bytes_read_.load(std::memory_order_relaxed);
         auto r = co_await (exec(this, &ping) || timer.async_wait(nothrow));
         if (r.index() == 1) {
+            if (bytes_read_.load(std::memory_order_relaxed) != read_before)
+                continue;
             log_.log(logger::level::warning, "health check: no PONG in time; reconnecting");
             co_return error::pong_timeout;
         }
