@@ -205,7 +205,10 @@ awaitable<void> cluster_impl::refresh() {
 }
 
 awaitable<error_code> cluster_impl::refresh_once() {
-    // Known masters first (shuffled, so that clients spread their questions), then the seeds.
+    // Known masters first (shuffled, so that clients spread their questions), then the seeds;
+    // a node whose connection is down goes last. Asking it first cost refresh_timeout while
+    // the requests waiting for the refresh (a renewal among them) waited too: a lease was lost
+    // when a deleted node was asked first.
     std::vector<cluster_node> ask = table_.nodes();
     std::shuffle(ask.begin(), ask.end(), rng_);
     for (const auto& s : cfg_.seeds) {
@@ -215,6 +218,10 @@ awaitable<error_code> cluster_impl::refresh_once() {
             }))
             ask.push_back(std::move(n));
     }
+    std::stable_partition(ask.begin(), ask.end(), [&](const cluster_node& n) {
+        const auto it = nodes_.find(n.address());
+        return it == nodes_.end() || it->second.conn->is_connected();
+    });
     request req;
     req.push("CLUSTER", "SHARDS");
     error_code last = error::cluster_down;
@@ -225,16 +232,13 @@ awaitable<error_code> cluster_impl::refresh_once() {
         generic_response resp;
         asio::steady_timer timer(strand_, cfg_.refresh_timeout);
         auto r = co_await (exec_on(conn, req, resp) || timer.async_wait(nothrow));
-        if (r.index() == 1) {
-            last = error::connect_timeout;
-            continue;
-        }
-        if (auto [ec, bytes] = std::get<0>(r); ec) {
-            last = ec;
-            continue;
-        }
+        auto ec = r.index() == 1 ? error_code(error::connect_timeout) : std::get<0>(std::get<0>(r));
         slot_table fresh;
-        if (auto ec = parse_cluster_shards(resp, fresh)) {
+        if (!ec)
+            ec = parse_cluster_shards(resp, fresh);
+        if (ec) {
+            log_.log(logger::level::info,
+                     "cluster: no map from " + n.address() + " (" + ec.message() + ")");
             last = ec;
             continue;
         }
