@@ -642,11 +642,16 @@ awaitable<error_code> connection_impl::health_check() {
                 nothrow);
         };
         // A PING queued behind a deep pipeline is late while replies keep coming: the
-        // server is busy, not dead. Only an interval with no byte read at all is a stall.
-        const auto read_before = bytes_read_.load(std::memory_order_relaxed);
+        // server is busy, not dead. Only an interval with no byte read and no reply parsed
+        // (this strand may have spent it on a large read) is a stall.
+        const auto progress = [this] {
+            return bytes_read_.load(std::memory_order_relaxed) +
+                   replies_.load(std::memory_order_relaxed);
+        };
+        const auto before = progress();
         auto r = co_await (exec(this, &ping) || timer.async_wait(nothrow));
         if (r.index() == 1) {
-            if (bytes_read_.load(std::memory_order_relaxed) != read_before)
+            if (progress() != before)
                 continue;
             log_.log(logger::level::warning, "health check: no PONG in time; reconnecting");
             co_return error::pong_timeout;
