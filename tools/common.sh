@@ -2,7 +2,7 @@
 # Shared helpers for the corolock scripts. Source it; do not run it.
 #
 #   free_port              print a loopback port in 20000-60000 that nothing listens on
-#   start_redis DIR        start a throw-away redis-server child; sets REDIS_PID, REDIS_PORT
+#   start_redis            start a throw-away redis-server (the process kit's); sets REDIS_PORT
 #   stop_redis             stop it (also done on EXIT, INT and TERM)
 #   on_exit 'COMMAND'      run COMMAND when the script ends, however it ends
 #
@@ -10,6 +10,8 @@
 # The scripts never touch port 6379 and never leave a redis-server running.
 
 log() { printf '==> %s\n' "$*" >&2; }
+
+COROLOCK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # ---------------------------------------------------------------------------------------------
 # Exit hooks: one trap runs every registered command, so that sourcing scripts can add theirs.
@@ -58,58 +60,33 @@ free_port() {
     return 1
 }
 
-# Starts redis-server in the foreground as our child on a free port and waits for it to answer.
-# A port can still be taken between the check and the bind, and another server may answer on it:
-# the server is only ours if INFO reports our pid; otherwise try another port.
+# Starts a throw-away redis-server from the process kit, as every test does (a free loopback
+# port, our own pid checked, reaped on every path): test/common/script_redis.cpp, target
+# corolock_script_redis, built with the tests, benches and examples. COROLOCK_SCRIPT_REDIS names
+# the program if it is not in build/. Sets REDIS_PID (the kit's) and REDIS_PORT.
 start_redis() {
-    local dir=$1 attempt port i
-    mkdir -p "$dir" || return 1
+    local kit=${COROLOCK_SCRIPT_REDIS:-$COROLOCK_ROOT/build/test/common/corolock_script_redis}
     stop_redis
-    # Where util-linux has it, the server dies with us even if we are SIGKILLed.
-    local wrapper=()
-    if setpriv --pdeathsig KILL true >/dev/null 2>&1; then
-        wrapper=(setpriv --pdeathsig KILL)
+    if [[ ! -x $kit ]]; then
+        log "$kit is not built (target corolock_script_redis)"
+        return 1
     fi
-    for ((attempt = 1; attempt <= 5; attempt++)); do
-        port=$(free_port) || return 1
-        "${wrapper[@]}" redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-            --daemonize no --protected-mode no --enable-debug-command local \
-            --dir "$dir" --logfile "$dir/redis.log" </dev/null >"$dir/redis.out" 2>&1 &
-        REDIS_PID=$!
-        for ((i = 0; i < 100; i++)); do
-            if ! kill -0 "$REDIS_PID" 2>/dev/null; then
-                break
-            fi
-            if [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]]; then
-                if redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null |
-                    grep -q "^process_id:$REDIS_PID"; then
-                    REDIS_PORT=$port
-                    log "redis-server $REDIS_PID listening on 127.0.0.1:$REDIS_PORT"
-                    return 0
-                fi
-                break
-            fi
-            sleep 0.05
-        done
+    coproc REDIS_KIT { exec "$kit"; }
+    REDIS_PID=$REDIS_KIT_PID
+    if ! read -r -t 30 REDIS_PORT <&"${REDIS_KIT[0]}" || [[ ! $REDIS_PORT =~ ^[0-9]+$ ]]; then
+        log "redis-server would not start"
         stop_redis
-    done
-    log "redis-server would not start; its log:"
-    tail -n 20 "$dir/redis.log" "$dir/redis.out" >&2 2>/dev/null
-    return 1
+        return 1
+    fi
 }
 
+# The kit stops the server on SIGTERM (SIGTERM, then SIGKILL after 2 s) and reaps it.
 stop_redis() {
-    local pid=$REDIS_PID i
+    local pid=$REDIS_PID
     REDIS_PID=
     REDIS_PORT=
     [[ -n $pid ]] || return 0
-    if kill -TERM "$pid" 2>/dev/null; then
-        for ((i = 0; i < 40; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.05
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
+    kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     return 0
 }

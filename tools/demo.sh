@@ -15,11 +15,9 @@ if [[ ! -f example/CMakeLists.txt ]]; then
     exit 1
 fi
 cmake --preset relwithdebinfo
-cmake --build build -j2 --target "$DEMO_TARGET"
+cmake --build build -j2 --target "$DEMO_TARGET" corolock_script_redis
 
-run_dir=$(mktemp -d "${TMPDIR:-/tmp}/corolock-demo.XXXXXX")
-on_exit "rm -rf '$run_dir'"
-start_redis "$run_dir/redis"
+start_redis
 
 # Not exec: the exit hooks must still stop the server afterwards.
 status=0

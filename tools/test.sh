@@ -139,7 +139,7 @@ run_stage build stage_build
 
 # The examples (ctest label `example`) talk to this server; integration tests start their own.
 redis_start=$SECONDS
-if start_redis "$LOG_DIR/redis"; then
+if start_redis; then
     export COROLOCK_REDIS_HOST=127.0.0.1 COROLOCK_REDIS_PORT=$REDIS_PORT
     stage_names+=(redis)
     stage_results+=(pass)

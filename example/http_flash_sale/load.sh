@@ -33,7 +33,7 @@ server_binary=${1:-$root/build/example/http_flash_sale/corolock_http_flash_sale}
 
 for tool in wrk curl redis-server redis-cli; do
     if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "$tool is not installed (tools/common.sh ensure_deps installs it): skipped"
+        echo "$tool is not installed (tools/setup.sh installs it): skipped"
         exit 77
     fi
 done
@@ -62,6 +62,7 @@ fi
 all_items=$(IFS=,; echo "${items[*]},probe")
 start_server() { # start_server REDIS_PORT: sets server_pid and url
     local port='' i
+    : >"$work/server.out" # before the child's own redirection, which the first read may outrun
     "${wrapper[@]}" "$server_binary" --port "$1" --listen 0 --threads "$server_threads" \
         --items "$all_items" </dev/null >"$work/server.out" 2>&1 &
     server_pid=$!
@@ -121,7 +122,7 @@ grep -q '"status":"not_sold"' "$work/body" || problem "Redis down: $(cat "$work/
 stop_server
 
 # Redis up: the stock for each load item, plus "probe" (1 unit) for the answers checked by hand.
-start_redis "$work/redis"
+start_redis
 rcli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
 for item in "${items[@]}"; do
     rcli set "sale:stock:$item" "$stock" >/dev/null

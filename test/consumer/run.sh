@@ -68,7 +68,7 @@ hidden=$(nm -DC --defined-only "$so" | grep -c 'corolock::detail::\(acquire_fsm\
 log "shared: SONAME $soname, $exported corolock symbols exported"
 ((hidden == 0)) || fail "internal symbols exported from $so ($hidden)"
 
-start_redis "$work/redis"
+start_redis
 
 for name in static shared; do
     log "find_package consumer and test_package against the $name install"

@@ -274,4 +274,56 @@ BOOST_AUTO_TEST_CASE(run_program_collects_output_status_and_timeout) {
     BOOST_TEST(ct::run_program({"sleep", "30"}, 100ms).exit_code == 128 + SIGKILL);
 }
 
+namespace {
+
+// The first line the child writes: the port corolock_script_redis prints.
+std::string first_line(const ct::child_process& child) {
+    std::string line;
+    char c = 0;
+    while (::read(child.output_fd(), &c, 1) == 1 && c != '\n')
+        line += c;
+    return line;
+}
+
+bool answers_ping(const std::string& port) {
+    return ct::run_program({"redis-cli", "-p", port, "ping"}, 5s).output == "PONG\n";
+}
+
+} // namespace
+
+// The shell scripts' server (tools/common.sh start_redis): its port on the first line, the
+// server until SIGTERM, then stopped and reaped, exit 0.
+BOOST_AUTO_TEST_CASE(script_redis_serves_until_sigterm) {
+    ct::child_options options;
+    options.pipe_stdout = true;
+    ct::child_process kit({COROLOCK_SCRIPT_REDIS}, options);
+    const auto port = first_line(kit);
+    BOOST_TEST_REQUIRE(!port.empty());
+    BOOST_TEST(port != "6379");
+    BOOST_TEST(answers_ping(port));
+    kit.signal(SIGTERM);
+    BOOST_TEST(kit.wait(10s) == 0);
+    BOOST_TEST(!answers_ping(port));
+}
+
+// The script that started it SIGKILLed: the kit gets SIGTERM and takes its server along.
+BOOST_AUTO_TEST_CASE(script_redis_dies_with_its_script) {
+    ct::child_options options;
+    options.pipe_stdout = true;
+    options.pipe_stdin = true;
+    ct::child_process script(
+        {ct::find_program("sh"), "-c", std::string(COROLOCK_SCRIPT_REDIS) + " & read x"}, options);
+    const auto port = first_line(script);
+    BOOST_TEST_REQUIRE(!port.empty());
+    BOOST_TEST(answers_ping(port));
+    script.kill();
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+        gone = !answers_ping(port);
+        if (!gone)
+            ::usleep(100 * 1000);
+    }
+    BOOST_TEST(gone);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
