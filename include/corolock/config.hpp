@@ -69,8 +69,9 @@ struct connection_config {
 
     /// Resolve + connect + TLS handshake + HELLO must finish within this (0: no limit).
     std::chrono::steady_clock::duration connect_timeout = std::chrono::seconds(5);
-    /// A PING goes out every interval; no answer within the next interval drops the
-    /// connection, so a stalled server is noticed within about two intervals (0: off).
+    /// A PING goes out every interval; an interval with neither its answer nor any other
+    /// reply drops the connection (a PING late behind a deep pipeline is not a stall), so a
+    /// stalled server is noticed within about two intervals (0: off).
     std::chrono::steady_clock::duration health_check_interval = std::chrono::seconds(2);
     /// First wait before reconnecting; doubles with each failed attempt up to
     /// `reconnect_wait_max`, with full jitter (0: never reconnect; async_run completes).
