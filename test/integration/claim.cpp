@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -251,15 +252,20 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_claim_does_not_block_the_key, fixture) {
             error_code ec;
             corolock::claim c;
             bool done = false;
-            // A connection of its own, whose log shows which path the claim took.
-            std::vector<std::string> lines;
+            // A connection of its own, whose log shows which path the claim took. The log may
+            // be written after this block (the connection stops in the background): it owns
+            // its lines.
+            auto lines = std::make_shared<std::vector<std::string>>();
             corolock::logger log{
                 corolock::logger::level::info,
-                [&](corolock::logger::level, std::string_view m) { lines.emplace_back(m); }};
-            corolock::connection conn3(ioc.get_executor(), config_for(srv), log);
+                [lines](corolock::logger::level, std::string_view m) { lines->emplace_back(m); }};
+            auto cfg3 = config_for(srv);
+            cfg3.health_check_interval = 0s; // keeps the connection while the server is paused
+            corolock::connection conn3(ioc.get_executor(), cfg3, log);
             conn3.async_run(asio::detached);
             co_await async_claim(conn3, "claim:warm3", 1s); // connected
             srv.pause();
+            const auto written_before = conn3.stats().commands;
             async_claim(
                 conn3, "claim:cancel2", 30s,
                 asio::bind_cancellation_slot(sig.slot(), [&](error_code e, corolock::claim x) {
@@ -267,21 +273,25 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_claim_does_not_block_the_key, fixture) {
                     c = std::move(x);
                     done = true;
                 }));
-            co_await sleep_for(20ms); // written by now
+            BOOST_TEST_REQUIRE(co_await corolock::test::eventually(
+                [&] { return conn3.stats().commands > written_before; }, 5s)); // written
             sig.emit(asio::cancellation_type::terminal);
-            co_await sleep_for(5ms);
-            BOOST_TEST(done);
+            BOOST_TEST(co_await corolock::test::eventually([&] { return done; }, 5s));
             BOOST_TEST(ec == asio::error::operation_aborted);
             BOOST_TEST(!c);
             srv.resume();
-            // The SET's reply arrives now and starts the give-back in the background.
-            const auto deadline = std::chrono::steady_clock::now() + 2s;
-            while (exists("claim:cancel2") && std::chrono::steady_clock::now() < deadline)
+            // The SET's reply arrives now and starts the give-back in the background; the line
+            // is logged once its DEL is answered (the key can be gone a moment before).
+            const std::string given_back =
+                "claim claim:cancel2: cancelled after it was made; given back";
+            const auto logged = [&] {
+                return std::count(lines->begin(), lines->end(), given_back);
+            };
+            const auto deadline = std::chrono::steady_clock::now() + 5s;
+            while (logged() == 0 && std::chrono::steady_clock::now() < deadline)
                 co_await sleep_for(5ms);
+            BOOST_TEST(logged() == 1);
             BOOST_TEST(!exists("claim:cancel2"));
-            BOOST_TEST(std::count(lines.begin(), lines.end(),
-                                  "claim claim:cancel2: cancelled after it was made; given back") ==
-                       1);
             conn3.cancel();
         }
         BOOST_TEST(!exists("claim:cancel1"));
