@@ -245,8 +245,7 @@ void lock_service::lose(lease_state& s, error why, lease_loss reason) {
         log().log(logger::level::warning,
                   describe(*s.spec) + "lease lost, token " + std::to_string(s.token) + " (" +
                       std::string(to_string(reason)) + ": " + make_error_code(why).message() + ")");
-    auto waiters = std::move(s.lost_waiters);
-    s.lost_waiters.clear();
+    auto waiters = s.lost_waiters.take_all();
     for (auto& [id, h] : waiters)
         deliver(std::move(h), io_.executor(), error_code(why));
     // Redis may still have the key (a renewal answered too late, max_hold): delete it now,
@@ -256,8 +255,7 @@ void lock_service::lose(lease_state& s, error why, lease_loss reason) {
 
 void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     s->released = true;
-    auto waiters = std::move(s->lost_waiters);
-    s->lost_waiters.clear();
+    auto waiters = s->lost_waiters.take_all();
     for (auto& [id, h] : waiters)
         deliver(std::move(h), io_.executor(), error_code(asio::error::operation_aborted));
     if (s->lost_view.load(std::memory_order_relaxed) != 0) {
@@ -360,17 +358,12 @@ void lock_service::wait_lost(std::shared_ptr<lease_state> s, std::uint64_t id, c
         return deliver(std::move(h), io_.executor(), error_code(s->lost_reason));
     if (s->released)
         return deliver(std::move(h), io_.executor(), error_code(asio::error::operation_aborted));
-    s->lost_waiters.emplace_back(id, std::move(h));
+    s->lost_waiters.add(id, std::move(h));
 }
 
 void lock_service::cancel_wait_lost(lease_state& s, std::uint64_t id) {
-    auto& w = s.lost_waiters;
-    auto it = std::find_if(w.begin(), w.end(), [id](const auto& p) { return p.first == id; });
-    if (it == w.end())
-        return; // completed already
-    auto h = std::move(it->second);
-    w.erase(it);
-    deliver(std::move(h), io_.executor(), error_code(asio::error::operation_aborted));
+    if (auto h = s.lost_waiters.take(id)) // else completed already
+        deliver(std::move(*h), io_.executor(), error_code(asio::error::operation_aborted));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -534,9 +527,8 @@ void lock_service::abandon() noexcept {
     std::vector<completion> waits;
     table_.for_each([&](lease_watch& w) {
         auto& s = static_cast<lease_state&>(w);
-        for (auto& [id, h] : s.lost_waiters)
+        for (auto& [id, h] : s.lost_waiters.take_all())
             waits.push_back(std::move(h));
-        s.lost_waiters.clear();
     });
     std::vector<acquire_op::handler_type> acquires;
     std::vector<std::shared_ptr<acquire_op>> ops; // alive until the handlers are gone

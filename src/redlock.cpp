@@ -5,6 +5,7 @@
 // answers on its connection's strand; the answer is posted to the redlock's strand. See
 // doc/redlock.md.
 #include "detail/connection_impl.hpp"
+#include "detail/handler_list.hpp"
 #include "detail/lock_scripts.hpp"
 #include "detail/owner_id.hpp"
 #include "detail/redlock_fsm.hpp"
@@ -202,9 +203,7 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
     redlock_lease_fsm fsm;
     asio::steady_timer timer;
     clock::time_point armed = clock::time_point::max();
-    // Boost 1.81's any_completion_handler move-assignment recurses without end: these are only
-    // ever move-constructed (emplace, and vector moves on growth; never erase or assign).
-    std::vector<std::pair<std::uint64_t, completion_ec>> lost_waiters;
+    handler_list<completion_ec> lost_waiters;
     std::optional<completion_ec> release_done;
 
     void publish() noexcept {
@@ -235,8 +234,7 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
             core->stats.leases_lost.fetch_add(1, std::memory_order_relaxed);
             spec.log().log(logger::level::warning,
                            describe(spec) + "lease lost (" + a.ec.message() + ")");
-            auto waiters = std::move(lost_waiters);
-            lost_waiters.clear();
+            auto waiters = lost_waiters.take_all();
             for (auto& [id, h] : waiters)
                 deliver(std::move(h), spec.executor(), a.ec);
         }
@@ -254,8 +252,7 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
     }
 
     void release(completion_ec done) {
-        auto waiters = std::move(lost_waiters);
-        lost_waiters.clear();
+        auto waiters = lost_waiters.take_all();
         for (auto& [id, h] : waiters)
             deliver(std::move(h), core->spec->executor(),
                     error_code(asio::error::operation_aborted));
@@ -265,8 +262,7 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
 
     void abandon() noexcept override {
         // Moved out first: destroying a handler may destroy the lease (the caller holds this).
-        auto waiters = std::move(lost_waiters);
-        lost_waiters.clear();
+        auto waiters = lost_waiters.take_all();
         auto done = std::move(release_done);
         release_done.reset();
     }
@@ -279,20 +275,13 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
         if (s != redlock_lease_fsm::state::held && s != redlock_lease_fsm::state::extending)
             return deliver(std::move(h), core->spec->executor(),
                            error_code(asio::error::operation_aborted));
-        lost_waiters.emplace_back(id, std::move(h));
+        lost_waiters.add(id, std::move(h));
     }
 
     void cancel_wait_lost(std::uint64_t id) {
-        std::vector<std::pair<std::uint64_t, completion_ec>> rest;
-        rest.reserve(lost_waiters.size());
-        for (auto& [i, h] : lost_waiters) {
-            if (i != id)
-                rest.emplace_back(i, std::move(h));
-            else
-                deliver(std::move(h), core->spec->executor(),
-                        error_code(asio::error::operation_aborted));
-        }
-        lost_waiters.swap(rest);
+        if (auto h = lost_waiters.take(id))
+            deliver(std::move(*h), core->spec->executor(),
+                    error_code(asio::error::operation_aborted));
     }
 };
 

@@ -6,6 +6,7 @@
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
 #include "acquire_fsm.hpp"
+#include "handler_list.hpp"
 #include "connection_impl.hpp"
 #include "lease_table.hpp"
 #include "lock_metrics.hpp"
@@ -81,7 +82,7 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     // Strand only (and the lease_watch base).
     bool released = false;
     error lost_reason{};
-    std::vector<std::pair<std::uint64_t, completion>> lost_waiters;
+    handler_list<completion> lost_waiters;
 
     std::string_view owner_view() const noexcept { return {owner.data(), owner.size()}; }
     // Not reported lost and before its local deadline (any thread).

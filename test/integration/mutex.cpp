@@ -1447,6 +1447,41 @@ BOOST_FIXTURE_TEST_CASE(wait_lost_cancelled_right_after_initiation_completes, fi
     });
 }
 
+// Several waits for one lease's loss (a with_lock body that starts its own watcher), one of them
+// cancelled once registered, in each position: taking a handler out of the middle of the list
+// crashed the process (Boost 1.81's any_completion_handler recurses when move-assigned). The
+// others stay registered and end with the lease.
+BOOST_FIXTURE_TEST_CASE(several_waits_for_loss_each_cancelled_in_every_position, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:waits", lease_of(3s));
+        constexpr int n = 3;
+        for (int cancelled = 0; cancelled < n; ++cancelled) {
+            lease l = co_await m.async_acquire();
+            asio::cancellation_signal sigs[n];
+            error_code ecs[n];
+            int done[n] = {};
+            for (int i = 0; i < n; ++i)
+                l.async_wait_lost(asio::bind_cancellation_slot(sigs[i].slot(), [&, i](error_code ec) {
+                    ecs[i] = ec;
+                    ++done[i];
+                }));
+            co_await sleep_for(20ms); // registered on the strand
+            sigs[cancelled].emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await eventually([&] { return done[cancelled] == 1; }, 1s));
+            BOOST_TEST(ecs[cancelled] == asio::error::operation_aborted);
+            for (int i = 0; i < n; ++i)
+                if (i != cancelled)
+                    BOOST_TEST(done[i] == 0, "wait " << i << " ended with wait " << cancelled);
+            BOOST_TEST(l.valid());
+            co_await l.async_release();
+            BOOST_TEST(co_await eventually(
+                [&] { return done[0] == 1 && done[1] == 1 && done[2] == 1; }, 1s));
+            for (int i = 0; i < n; ++i)
+                BOOST_TEST(ecs[i] == asio::error::operation_aborted);
+        }
+    });
+}
+
 BOOST_FIXTURE_TEST_CASE(max_hold_stops_the_watchdog_and_tells_the_holder, fixture) {
     run([&]() -> awaitable<void> {
         auto opts = lease_of(3s);
