@@ -56,8 +56,12 @@ void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const
 }
 
 // One claim attempt. The reply and a cancellation race on the connection's strand; whichever
-// comes first completes the caller, and a claim made for a caller already gone is given back.
-struct claim_call {
+// comes first completes the caller. A call cancelled before its reply is an orphan: its SET may
+// still run. Until that reply, a new claim of the same key on this connection adopts it instead
+// of sending its own SET (which the orphan's would refuse, before the orphan's claim was given
+// back: nobody would own the key). The adopter gets the orphan's outcome; an orphan with no live
+// adopter gives back what it claimed.
+struct claim_call : std::enable_shared_from_this<claim_call> {
     // Boost 1.81's any_completion_handler move assignment recurses forever (it copies `other` as
     // an lvalue into a new wrapper): the handler is only ever move-constructed.
     explicit claim_call(claim_handler h) : handler(std::move(h)) {}
@@ -70,21 +74,59 @@ struct claim_call {
     request req;
     generic_response resp;
     asio::cancellation_signal inner;
-    bool answered = false; // strand only
+    bool answered = false;               // strand only
+    std::shared_ptr<claim_call> adopter; // strand only: takes this orphan's outcome
+
+    // Strand only.
+    void start() {
+        if (auto it = conn->orphan_claims.find(key); it != conn->orphan_claims.end()) {
+            auto orphan = std::static_pointer_cast<claim_call>(it->second);
+            if (!orphan->adopter || orphan->adopter->answered) {
+                orphan->adopter = shared_from_this();
+                return;
+            }
+        }
+        send();
+    }
+
+    void send() {
+        start_exec(conn, req, make_adapter(resp),
+                   asio::bind_cancellation_slot(
+                       inner.slot(),
+                       asio::bind_executor(conn->strand(),
+                                           [self = shared_from_this()](error_code ec, std::size_t) {
+                                               self->on_reply(ec);
+                                           })));
+    }
 
     void on_reply(error_code ec) {
         bool claimed = false;
         if (!ec)
             ec = decode_claim(resp, claimed);
-        if (answered) {
-            if (!ec && claimed)
-                give_back_in_background(conn, key, owner);
+        if (!answered) {
+            complete(ec, claimed, std::move(owner), valid_until);
             return;
         }
+        // An orphan's reply.
+        if (auto it = conn->orphan_claims.find(key);
+            it != conn->orphan_claims.end() && it->second.get() == this)
+            conn->orphan_claims.erase(it);
+        auto next = std::move(adopter);
+        if (next && !next->answered) {
+            if (ec == asio::error::operation_aborted)
+                return next->start(); // removed unwritten: the adopter sends its own SET
+            return next->complete(ec, claimed, std::move(owner), valid_until);
+        }
+        if (!ec && claimed)
+            give_back_in_background(conn, key, owner);
+    }
+
+    // The caller's outcome (this call's own reply, or an adopted orphan's).
+    void complete(error_code ec, bool claimed, std::string claim_owner, claim::time_point until) {
         answered = true;
         claim c;
         if (!ec && claimed)
-            c = claim_access::make(conn, std::move(key), std::move(owner), valid_until);
+            c = claim_access::make(conn, key, std::move(claim_owner), until);
         deliver(std::move(handler), conn->executor(), ec, std::move(c));
     }
 
@@ -92,11 +134,20 @@ struct claim_call {
         if (answered)
             return;
         answered = true;
-        // Unwritten: the SET is removed and never sent. Written: its reply is still read, and
-        // on_reply gives back a claim it made.
+        // Unwritten: the SET is removed and never sent. Written: its reply is still read; until
+        // then this call is an orphan that a retry of the key adopts. An adopter (waiting on
+        // another orphan, sending nothing itself) just stops.
         inner.emit(asio::cancellation_type::total);
+        if (!is_adopter())
+            conn->orphan_claims.insert_or_assign(key, shared_from_this());
         deliver(std::move(handler), conn->executor(), error_code(asio::error::operation_aborted),
                 claim{});
+    }
+
+    bool is_adopter() const {
+        auto it = conn->orphan_claims.find(key);
+        return it != conn->orphan_claims.end() &&
+               static_cast<claim_call*>(it->second.get())->adopter.get() == this;
     }
 };
 
@@ -125,12 +176,7 @@ void async_claim_impl(connection& conn, std::string key,
                     c->on_cancel();
             });
         });
-    start_exec(impl, call->req, make_adapter(call->resp),
-               asio::bind_cancellation_slot(
-                   call->inner.slot(),
-                   asio::bind_executor(impl->strand(), [call](error_code ec, std::size_t) {
-                       call->on_reply(ec);
-                   })));
+    asio::post(impl->strand(), [call = std::move(call)] { call->start(); });
 }
 
 } // namespace detail

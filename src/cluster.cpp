@@ -3,6 +3,7 @@
 // redirect_policy) over one connection per master. Every decision is in those pieces.
 #include "detail/cluster_impl.hpp"
 #include <corolock/cluster.hpp>
+#include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -610,6 +611,12 @@ void cluster::async_run_impl(asio::any_completion_handler<void(error_code)> hand
 void cluster::async_exec_impl(std::string_view routing_key, const request& req,
                               detail::response_adapter adapter,
                               asio::any_completion_handler<void(error_code, std::size_t)> h) {
+    if (req.has_blocking_command() && !impl_->config().node.allow_blocking_commands &&
+        get_lock_stats(*this).leases_held > 0) {
+        detail::deliver(std::move(h), impl_->executor(), error_code(error::blocking_command),
+                        std::size_t(0));
+        return;
+    }
     // The request is the caller's (alive until completion): an aliasing pointer, no copy.
     impl_->start_route(detail::key_slot(routing_key),
                        std::shared_ptr<const request>(std::shared_ptr<void>(), &req), nullptr,

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "detail/connection_impl.hpp"
 #include <corolock/connection.hpp>
+#include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -283,6 +284,8 @@ void connection_impl::abandon() noexcept {
     mpx_.abandon_all();
     auto listeners = std::move(listeners_);
     listeners_.clear();
+    auto orphans = std::move(orphan_claims); // they hold this connection, and their adopters
+    orphan_claims.clear();
 }
 
 connection_stats connection_impl::stats() const noexcept {
@@ -949,6 +952,12 @@ void connection::async_run_impl(asio::any_completion_handler<void(error_code)> h
 void connection::async_exec_impl(
     const request& req, detail::response_adapter adapter,
     asio::any_completion_handler<void(error_code, std::size_t)> handler) {
+    if (req.has_blocking_command() && !impl_->config().allow_blocking_commands &&
+        get_lock_stats(*this).leases_held > 0) {
+        detail::deliver(std::move(handler), impl_->executor(), error_code(error::blocking_command),
+                        std::size_t(0));
+        return;
+    }
     detail::start_exec(impl_, req, adapter, std::move(handler));
 }
 

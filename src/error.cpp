@@ -66,9 +66,10 @@ const char* describe(error e) noexcept {
     case error::pong_timeout:
         return "health check: no answer to PING in time";
     case error::invalid_name:
-        return "invalid lock name (empty)";
+        return "invalid lock name: empty, a '}' without a hash tag, or a hash-tagged name ending "
+               "in a reserved suffix (:fence, :released)";
     case error::invalid_lease:
-        return "invalid lease (zero, negative or too large)";
+        return "invalid lease: below 10 ms or above 365 days";
     case error::invalid_wait:
         return "invalid wait time (negative)";
     case error::invalid_argument:
@@ -101,6 +102,13 @@ const char* describe(error e) noexcept {
         return "the server named by Sentinel is not a master";
     case error::replicas_not_synced:
         return "fewer replicas than required acknowledged the write";
+    case error::server_timeout:
+        return "no reply to the acquire attempt before the deadline (a deadline shorter than a "
+               "round trip, or a slow, stalled or unreachable server); the attempt is undone if it "
+               "took the lock";
+    case error::blocking_command:
+        return "a blocking command on a connection that carries leases would delay their "
+               "renewals: refused (see connection_config::allow_blocking_commands)";
     }
     return "unknown corolock error";
 }
@@ -124,11 +132,12 @@ public:
         if (in(e, error::server_error, error::no_replicas))
             return make_error_condition(condition::server_failure);
         if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached ||
+            e == error::server_timeout ||
             in(e, error::sentinel_resolve_failed, error::role_check_failed))
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
-        if (e == error::cross_slot)
+        if (e == error::cross_slot || e == error::blocking_command)
             return make_error_condition(condition::invalid_argument);
         if (e == error::too_many_redirects)
             return make_error_condition(condition::server_failure);

@@ -36,7 +36,8 @@ error_code check(std::string_view name, const mutex_options& o) {
     if (o.max_hold < clock::duration::zero() || o.max_hold > one_year ||
         o.retry_base < std::chrono::milliseconds(1) || o.retry_max < o.retry_base ||
         o.retry_max > one_year || o.fence_retention < std::chrono::milliseconds(1) ||
-        o.fence_retention > one_year)
+        o.fence_retention > one_year || o.try_timeout < std::chrono::milliseconds(1) ||
+        o.try_timeout > one_year)
         return error::invalid_argument;
     const auto& rs = o.replica_sync;
     if (rs.replicas < 0 || rs.replicas > 1000 ||
@@ -107,6 +108,25 @@ public:
 private:
     std::weak_ptr<lock_service> svc_;
     std::string name_;
+};
+
+// The force-unlock channel: each message is the owner id of a lock an administrator deleted.
+class lock_service::forced_listener final : public push_listener {
+public:
+    explicit forced_listener(std::weak_ptr<lock_service> svc) : svc_(std::move(svc)) {}
+    void on_message(std::string_view, std::string_view owner) override {
+        if (auto s = svc_.lock())
+            s->on_forced(owner);
+    }
+    void on_subscribe_failed(error_code ec) override {
+        if (auto s = svc_.lock())
+            s->log().log(logger::level::warning,
+                         "corolock: no force-unlock messages (" + ec.message() +
+                             "): a force-unlocked lease is reported lost at its next renewal");
+    }
+
+private:
+    std::weak_ptr<lock_service> svc_;
 };
 
 lock_service::lock_service(lock_transport io)
@@ -222,7 +242,46 @@ void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_poin
     table_.add(*s, sent);
     s->publish_deadline();
     stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
+    if (!forced_)
+        on_first_lease();
     replan(lease_table::next_event(*s));
+}
+
+void lock_service::on_first_lease() {
+    forced_ = std::make_shared<forced_listener>(weak_from_this());
+    if (!io_.sharded()) // a cluster's holders learn of a force-unlock at their next renewal
+        io_.add_listener(std::string(forced_channel), forced_);
+    // An evicting server can delete a held lock behind its holder (noticed at the next renewal,
+    // up to lease/3 later): say so once. A server that refuses CONFIG (ACL, renamed) says nothing.
+    auto req = std::make_shared<request>();
+    req->push("CONFIG", "GET", "maxmemory-policy");
+    auto resp = std::make_shared<generic_response>();
+    io_.exec({}, req, make_adapter(*resp),
+             [req, resp, weak = weak_from_this()](error_code ec, std::size_t) {
+                 auto self = weak.lock();
+                 if (ec || !self || resp->size() < 3)
+                     return;
+                 const auto& policy = resp->back().value;
+                 if (policy != "noeviction")
+                     self->log().log(
+                         logger::level::warning,
+                         "corolock: the server's maxmemory-policy is '" + policy +
+                             "': it may evict a held lock's key (two holders until the next "
+                             "renewal); a lock server should run 'noeviction'");
+             });
+}
+
+void lock_service::on_forced(std::string_view owner) {
+    std::shared_ptr<lease_state> hit;
+    table_.for_each([&](lease_watch& w) {
+        auto& s = static_cast<lease_state&>(w);
+        if (s.owner_view() == owner)
+            hit = s.shared_from_this();
+    });
+    if (!hit)
+        return;
+    log().log(logger::level::warning, describe(*hit->spec) + "force-unlocked by an administrator");
+    lose(*hit, error::lease_lost, lease_loss::renewal_refused);
 }
 
 void lock_service::forget(lease_state& s) {

@@ -8,8 +8,8 @@ namespace corolock {
 
 namespace {
 
-constexpr std::string_view outcome_names[acquire_outcome_count] = {"granted", "busy", "timeout",
-                                                                   "cancelled", "error"};
+constexpr std::string_view outcome_names[acquire_outcome_count] = {
+    "granted", "busy", "timeout", "cancelled", "error", "server_timeout"};
 constexpr std::string_view loss_names[lease_loss_count] = {
     "expired",  "renewal_refused",     "release_refused",
     "max_hold", "replicas_not_synced", "connection_stopped"};

@@ -78,7 +78,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
         return deliver(std::move(h), spec.io.executor(), ec, lease{});
     }
     detail::acquire_params p;
-    p.deadline = deadline;
+    p.deadline = once ? deadline_in(spec.opts.try_timeout) : deadline;
     p.once = once;
     p.lease = spec.opts.lease;
     p.drift = spec.drift;
@@ -124,7 +124,9 @@ void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool
     if (!detail::lockable_name(spec.name))
         return deliver(std::move(h), spec.io.executor(), error_code(error::invalid_name), false);
     const std::string_view keys[] = {spec.name};
-    const std::string_view args[] = {spec.channel, spec.io.sharded() ? "S" : "P"};
+    const bool sharded = spec.io.sharded();
+    const std::string_view args[] = {spec.channel, sharded ? "S" : "P",
+                                     sharded ? std::string_view() : detail::forced_channel};
     auto req = std::make_shared<request>(
         connection::make_evalsha(detail::force_unlock_script(), keys, args));
     auto resp = std::make_shared<generic_response>();

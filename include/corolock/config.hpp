@@ -80,6 +80,13 @@ struct connection_config {
     /// How long a request not yet written waits for a (re)connection before it fails with
     /// `error::not_connected` (0: wait until async_run ends).
     std::chrono::steady_clock::duration max_wait_for_connection = std::chrono::seconds(5);
+    /// Accept blocking commands (`request::has_blocking_command`: BLPOP and its family, WAIT,
+    /// WAITAOF, XREAD/XREADGROUP BLOCK) while the connection carries leases. Redis answers one
+    /// connection's commands in order, so every renewal behind such a command waits for it: a
+    /// `BLPOP jobs 5` loses a lease of 5 s or less. Off: `async_exec` refuses them with
+    /// `error::blocking_command` while a lease is held (before sending). Give blocking work its
+    /// own connection instead (doc/usage.md, "Blocking commands").
+    bool allow_blocking_commands = false;
 
     /// Largest single reply (bytes) accepted; a bigger one is a protocol error that drops the
     /// connection (the stream cannot be resynchronised without reading it). A reply is buffered

@@ -155,7 +155,9 @@ public:
     /// which drops the connection, or with more than max_reply_nodes values into a
     /// `generic_response`, which does not), and with `ignore` the code of the first error reply
     /// (`classify_server_error`: `server_error`, `wrong_type`, a `condition::not_executed` code,
-    /// or `subscribe_refused` for a refused subscription command).
+    /// or `subscribe_refused` for a refused subscription command), `blocking_command` (a
+    /// blocking command while the connection carries leases, unless
+    /// `connection_config::allow_blocking_commands`: nothing is sent).
     /// Thread safety: any thread, concurrently with every other request.
     template <class Response, class CompletionToken = boost::asio::deferred_t>
     auto async_exec(const request& req, Response& resp, CompletionToken&& token = {}) {

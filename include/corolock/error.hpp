@@ -52,8 +52,8 @@ enum class error {
     pong_timeout,    ///< the health check got no answer within its interval
 
     // Arguments (condition::invalid_argument)
-    invalid_name,     ///< empty lock name
-    invalid_lease,    ///< lease is zero, negative or too large
+    invalid_name,     ///< empty name, `}` without a hash tag, or a reserved suffix (doc/keys.md)
+    invalid_lease,    ///< lease below 10 ms or above 365 days
     invalid_wait,     ///< negative wait time
     invalid_argument, ///< any other argument out of range
 
@@ -82,6 +82,12 @@ enum class error {
 
     // Replica acknowledgement (lock_lost)
     replicas_not_synced, ///< WAIT saw fewer replicas than mutex_options::replica_sync asks
+
+    // Locks, continued
+    server_timeout,   ///< no reply to an acquire attempt before its deadline: the server is busy,
+                      ///< stalled or unreachable (connection_failure)
+    blocking_command, ///< a blocking command on a connection that carries leases, which would
+                      ///< delay their renewals (invalid_argument)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

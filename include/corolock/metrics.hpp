@@ -18,13 +18,14 @@ namespace corolock {
 /// How an acquisition ended (one count per `async_*acquire*` call, including calls refused
 /// before anything was sent).
 enum class acquire_outcome {
-    granted,   ///< a lease was given
-    busy,      ///< a try-acquire found the lock held (empty lease, no error)
-    timeout,   ///< acquire_timeout
-    cancelled, ///< operation_aborted (cancellation, or the mutex handle went away)
-    error,     ///< any other error
+    granted,        ///< a lease was given
+    busy,           ///< a try-acquire found the lock held (empty lease, no error)
+    timeout,        ///< acquire_timeout
+    cancelled,      ///< operation_aborted (cancellation, or the mutex handle went away)
+    error,          ///< any other error
+    server_timeout, ///< server_timeout: the deadline passed with no attempt answered
 };
-inline constexpr std::size_t acquire_outcome_count = 5;
+inline constexpr std::size_t acquire_outcome_count = 6;
 
 /// Why a held lease was lost (one count per lost lease).
 enum class lease_loss {

@@ -58,6 +58,10 @@ struct mutex_options {
     std::chrono::steady_clock::duration fence_retention = std::chrono::minutes(10);
     /// Replica acknowledgement (off by default).
     corolock::replica_sync replica_sync;
+    /// How long `async_try_acquire` waits for its one attempt's reply (1 ms to 365 days). Past
+    /// it the try fails with `server_timeout` (the attempt is undone if it took the lock), so a
+    /// stalled or unreachable server cannot hold a try longer than this.
+    std::chrono::steady_clock::duration try_timeout = std::chrono::seconds(1);
 };
 
 class cluster;
@@ -120,8 +124,9 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout` when `wait` passed first and
-    /// `invalid_wait` when it is negative (before anything is sent).
+    /// Errors: as async_acquire, plus `invalid_wait` when `wait` is negative (before anything is
+    /// sent), and when `wait` passed first: `acquire_timeout` if the lock was seen held,
+    /// `server_timeout` if no attempt was ever answered (the server is slow or unreachable).
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
@@ -135,15 +140,16 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout` when the deadline passed first (a
-    /// deadline already past still makes one attempt).
+    /// Errors: as async_acquire_for (a deadline already past still makes one attempt, whose
+    /// reply cannot come in time: `server_timeout`).
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
         return initiate(deadline, false, std::forward<CompletionToken>(token));
     }
 
-    /// One attempt, no waiting.
+    /// One attempt, no waiting for the lock; the reply is waited for at most
+    /// `mutex_options::try_timeout`.
     ///
     /// Completion signature: `void(error_code, lease)`; an empty lease with no error means
     /// another owner holds the lock.
@@ -151,7 +157,9 @@ public:
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
     /// Errors: as async_acquire, plus `connection_lost` when the connection drops with the
-    /// attempt on the wire (the attempt is undone if it took the lock).
+    /// attempt on the wire, `server_timeout` when no reply came within `try_timeout`, and
+    /// `lease_lost` when the grant's reply came after its own lease deadline (each undoes the
+    /// attempt if it took the lock).
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_try_acquire(CompletionToken&& token = {}) {

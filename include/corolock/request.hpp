@@ -34,6 +34,9 @@ requires std::integral<T> &&
 
 // Commands whose RESP3 answer arrives as push frames, not as replies.
 COROLOCK_DECL bool is_subscription_command(std::string_view cmd) noexcept;
+// Whether a command blocks the connection until an event or a timeout: BLPOP and its family,
+// WAIT, WAITAOF, and XREAD/XREADGROUP with BLOCK. `serialized` is the command as written.
+COROLOCK_DECL bool is_blocking_command(std::string_view cmd, std::string_view serialized) noexcept;
 
 // Raw access for the connection (EVALSHA/EVAL rewriting).
 struct request_access;
@@ -55,10 +58,11 @@ public:
     /// Appends `cmd args...`. Each argument is a string (binary-safe) or an integer.
     template <class... Args>
     void push(std::string_view cmd, const Args&... args) {
+        const auto start = payload_.size();
         resp3::add_header(payload_, resp3::type::array, 1 + sizeof...(Args));
         resp3::add_blob(payload_, cmd);
         (detail::add_arg(payload_, args), ...);
-        count(cmd);
+        count(cmd, start);
     }
 
     /// Appends `cmd [prefix] elements...` where the elements come from a range.
@@ -80,11 +84,17 @@ public:
     bool empty() const noexcept { return commands_ == 0; }
     /// The serialised commands.
     std::string_view payload() const noexcept { return payload_; }
+    /// Whether a command blocks the server's answers on this connection until an event or a
+    /// timeout (BLPOP and its family, WAIT, WAITAOF, XREAD/XREADGROUP with BLOCK). A connection
+    /// that carries leases refuses such a request (`error::blocking_command`) unless
+    /// `connection_config::allow_blocking_commands` is set.
+    bool has_blocking_command() const noexcept { return blocking_; }
 
     void clear() noexcept {
         payload_.clear();
         guards_.clear();
         commands_ = expected_ = 0;
+        blocking_ = false;
     }
     void reserve(std::size_t bytes) { payload_.reserve(bytes); }
 
@@ -95,16 +105,19 @@ private:
     void push_range_impl(std::string_view cmd, std::string_view prefix, bool has_prefix,
                          const Range& range) {
         const auto n = static_cast<std::size_t>(std::distance(std::begin(range), std::end(range)));
+        const auto start = payload_.size();
         resp3::add_header(payload_, resp3::type::array, 1 + (has_prefix ? 1 : 0) + n);
         resp3::add_blob(payload_, cmd);
         if (has_prefix)
             resp3::add_blob(payload_, prefix);
         for (const auto& e : range)
             detail::add_arg(payload_, e);
-        count(cmd);
+        count(cmd, start);
     }
-    void count(std::string_view cmd) {
+    void count(std::string_view cmd, std::size_t start) {
         ++commands_;
+        if (detail::is_blocking_command(cmd, std::string_view(payload_).substr(start)))
+            blocking_ = true;
         if (detail::is_subscription_command(cmd)) {
             // The guard: its PONG (RESP3 answers PING in subscribed mode too) ends the slot.
             resp3::add_header(payload_, resp3::type::array, 1);
@@ -118,6 +131,7 @@ private:
     std::vector<std::size_t> guards_;
     std::size_t commands_ = 0;
     std::size_t expected_ = 0;
+    bool blocking_ = false;
 };
 
 } // namespace corolock

@@ -108,6 +108,7 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
             return finish(error::lease_lost, false, a);
         return wait(now, clock::duration::zero(), head, woken, rng, a);
     case kind::held:
+        seen_held_ = true;
         if (p_.once)
             return finish({});
         return wait(now, r.holder_ttl, head, woken, rng);
@@ -117,7 +118,8 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
 
 acquire_action acquire_fsm::on_timer(clock::time_point now, bool head) {
     if (state_ == state::attempting && now >= p_.deadline)
-        return finish(error::acquire_timeout); // the reply is undone when it comes
+        // The reply is undone when it comes. Never seen held: the server is what kept us.
+        return finish(seen_held_ ? error::acquire_timeout : error::server_timeout);
     if (state_ != state::waiting || now < wait_until_)
         return {};
     if (now >= p_.deadline)

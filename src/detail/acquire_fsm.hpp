@@ -18,8 +18,10 @@ using clock = std::chrono::steady_clock;
 
 // What one acquisition asks for.
 struct acquire_params {
-    clock::time_point deadline = clock::time_point::max(); // end of the wait (max: none)
-    bool once = false;                                     // try: one attempt, never queue
+    // End of the wait (max: none). Passed with an attempt unanswered: `acquire_timeout` if a
+    // reply ever said "held", else `server_timeout`.
+    clock::time_point deadline = clock::time_point::max();
+    bool once = false; // try: one attempt, never queue
     clock::duration lease{};
     clock::duration drift{}; // subtracted from the lease: clock rate error and the reply's trip
     clock::duration retry_base{};
@@ -107,6 +109,7 @@ private:
     clock::time_point sent_{};
     clock::time_point wait_until_ = clock::time_point::max();
     std::uint64_t token_ = 0;
+    bool seen_held_ = false; // a reply said "held": a deadline is contention, not the server
 };
 
 std::ostream& operator<<(std::ostream& os, acquire_fsm::state s);

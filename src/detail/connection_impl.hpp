@@ -345,6 +345,14 @@ private:
     }
     std::mutex lock_service_mutex_;
     std::shared_ptr<void> lock_service_;
+
+public:
+    // Strand only: claims cancelled by their callers whose SET may still run, by key (claim.cpp).
+    // A new claim of the same key waits for that SET's outcome and takes it over, instead of
+    // sending a SET that the first one would refuse and then give back.
+    std::map<std::string, std::shared_ptr<void>, std::less<>> orphan_claims;
+
+private:
     std::function<void()> stop_hook_;
     std::function<void()> connect_failure_hook_;
 

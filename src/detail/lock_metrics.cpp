@@ -29,6 +29,8 @@ acquire_outcome outcome_of(const error_code& ec, bool granted) noexcept {
         return granted ? acquire_outcome::granted : acquire_outcome::busy;
     if (ec == error::acquire_timeout)
         return acquire_outcome::timeout;
+    if (ec == error::server_timeout)
+        return acquire_outcome::server_timeout;
     if (ec == boost::asio::error::operation_aborted)
         return acquire_outcome::cancelled;
     return acquire_outcome::error;

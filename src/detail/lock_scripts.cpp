@@ -20,7 +20,16 @@ bool has_hash_tag(std::string_view name) noexcept {
 } // namespace
 
 bool lockable_name(std::string_view name) noexcept {
-    return !name.empty() && (has_hash_tag(name) || name.find('}') == std::string_view::npos);
+    if (name.empty())
+        return false;
+    if (!has_hash_tag(name))
+        return name.find('}') == std::string_view::npos;
+    // Every derived key has a hash tag and ends in one of these: a lock of that name would be
+    // another lock's fence key or channel.
+    for (std::string_view suffix : reserved_suffixes)
+        if (name.ends_with(suffix))
+            return false;
+    return true;
 }
 
 std::string derived_key(std::string_view name, std::string_view suffix) {
@@ -105,12 +114,18 @@ return out
 
 const script& force_unlock_script() {
     static const script s(R"lua(
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
-   redis.call('HEXISTS', KEYS[1], 'owner') == 0 then
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
+  return 0
+end
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then
   return 0
 end
 redis.call('DEL', KEYS[1])
 redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[1], 'released')
+if ARGV[3] ~= '' then
+  redis.pcall('PUBLISH', ARGV[3], owner)
+end
 return 1
 )lua");
     return s;

@@ -20,8 +20,13 @@ namespace corolock::detail {
 // carries a hash tag, else `{name}:suffix`.
 std::string derived_key(std::string_view name, std::string_view suffix);
 
-// Whether derived_key can keep `name`'s slot: false for an empty name and for a name without a
-// hash tag that contains '}' (wrapping it in braces would end the tag early).
+// The suffixes of the derived keys (derived_key(name, "fence") ends in ":fence").
+inline constexpr std::string_view reserved_suffixes[] = {":fence", ":released"};
+
+// Whether `name` can be a lock's name: false for an empty name, for a name without a hash tag
+// that contains '}' (wrapping it in braces would end the tag early, so derived_key could not keep
+// its slot), and for a name with a hash tag that ends in a reserved suffix (it is, or could be,
+// another lock's derived key).
 bool lockable_name(std::string_view name) noexcept;
 
 // KEYS: name, fence key; ARGV: owner, lease ms, fence ms.
@@ -30,8 +35,14 @@ const script& acquire_script();
 const script& release_script();
 // KEYS: names; ARGV: owner and lease ms of each, in order.
 const script& renew_script();
-// KEYS: name; ARGV: channel, publish (as release_script).
+// KEYS: name; ARGV: channel, publish (as release_script), forced channel (empty: none). The
+// deleted lock's owner id is published on the forced channel, so that the holder's connection
+// reports its lease lost at once.
 const script& force_unlock_script();
+
+// Where force_unlock_script publishes the owner of a lock it deleted (single server and
+// Sentinel; on a cluster the holder learns at its next renewal).
+inline constexpr std::string_view forced_channel = "corolock:forced";
 
 struct acquire_reply {
     bool acquired = false;

@@ -6,8 +6,8 @@
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
 #include "acquire_fsm.hpp"
-#include "handler_list.hpp"
 #include "connection_impl.hpp"
+#include "handler_list.hpp"
 #include "lease_table.hpp"
 #include "lock_metrics.hpp"
 #include "lock_transport.hpp"
@@ -143,6 +143,7 @@ public:
 
 private:
     class listener;
+    class forced_listener;
     struct name_queue {
         waiter_queue q;
         std::shared_ptr<listener> sub;
@@ -153,6 +154,9 @@ private:
     };
     void hand_off(const std::string& name);
     void on_release_message(const std::string& name);
+    // The first lease: listen for force-unlocks and look at the server's eviction policy.
+    void on_first_lease();
+    void on_forced(std::string_view owner);
     void forget(lease_state& s);      // out of the watchdog's table
     void replan(clock::time_point t); // something needs attention at t
     void run_watchdog();
@@ -170,6 +174,7 @@ private:
     clock::time_point planned_ = clock::time_point::max();
     std::minstd_rand rng_;
     acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
+    std::shared_ptr<forced_listener> forced_; // made with the first lease
 };
 
 } // namespace corolock::detail

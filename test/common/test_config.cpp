@@ -5,6 +5,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace corolock::test {
@@ -36,6 +38,10 @@ cluster_config cluster_config_for(const redis_process& seed) {
 }
 
 logger quiet() {
+    if (std::getenv("COROLOCK_TEST_LOG"))
+        return {logger::level::debug, [](logger::level, std::string_view line) {
+                    std::fprintf(stderr, "%s\n", std::string(line).c_str());
+                }};
     return {logger::level::off, {}};
 }
 

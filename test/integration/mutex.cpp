@@ -522,9 +522,10 @@ BOOST_FIXTURE_TEST_CASE(s2_taken_lease_is_reported_and_refused, fixture) {
         BOOST_TEST(lb.token() > a_token);
         const auto t0 = clock_type::now();
 
-        // Before a's watchdog has looked (renewals every 1 s): the fence refuses a.
+        // Before a's watchdog has looked (renewals every 1 s): the fence refuses a at the server
+        // (stale_token), or a already heard of the force-unlock and refuses it locally.
         auto [ec1, v1] = co_await fenced_incr_with(a, "taken:counter");
-        BOOST_TEST(ec1 == error::stale_token);
+        BOOST_TEST((ec1 == error::stale_token || ec1 == error::lease_lost), ec1.message());
         BOOST_TEST(ec1 == corolock::condition::lock_lost);
         auto [ecb, vb] = co_await fenced_incr_with(lb, "taken:counter");
         BOOST_TEST(!ecb);
@@ -794,7 +795,7 @@ BOOST_FIXTURE_TEST_CASE(l5_timed_out_acquire_retried_gets_a_full_lease, fixture)
         peer.async_exec(stall, corolock::ignore, [&](error_code, std::size_t) { slept = true; });
         co_await sleep_for(50ms); // Redis is asleep now
         auto [ec1, l1] = co_await m.async_acquire_for(30ms, tuple_deferred);
-        BOOST_TEST(ec1 == error::acquire_timeout);
+        BOOST_TEST(ec1 == error::server_timeout); // Redis, not the lock, kept it
         BOOST_TEST(!l1.owns());
         auto [ec2, l2] = co_await m.async_acquire_for(5s, tuple_deferred);
         BOOST_REQUIRE(!ec2);
@@ -835,7 +836,9 @@ BOOST_FIXTURE_TEST_CASE(q3_invalid_arguments_fail_before_redis, fixture) {
     using dur = clock_type::duration;
     const std::vector<bad> cases{
         {"", {}, error::invalid_name},
-        {"a}b", {}, error::invalid_name}, // no hash tag, and a '}'
+        {"a}b", {}, error::invalid_name},          // no hash tag, and a '}'
+        {"{t}:fence", {}, error::invalid_name},    // lock {t}'s fence key
+        {"{t}:released", {}, error::invalid_name}, // lock {t}'s channel
         {"x", lease_of(0s), error::invalid_lease},
         {"x", lease_of(-5s), error::invalid_lease},
         {"x", lease_of(9ms), error::invalid_lease},
@@ -1461,10 +1464,11 @@ BOOST_FIXTURE_TEST_CASE(several_waits_for_loss_each_cancelled_in_every_position,
             error_code ecs[n];
             int done[n] = {};
             for (int i = 0; i < n; ++i)
-                l.async_wait_lost(asio::bind_cancellation_slot(sigs[i].slot(), [&, i](error_code ec) {
-                    ecs[i] = ec;
-                    ++done[i];
-                }));
+                l.async_wait_lost(
+                    asio::bind_cancellation_slot(sigs[i].slot(), [&, i](error_code ec) {
+                        ecs[i] = ec;
+                        ++done[i];
+                    }));
             co_await sleep_for(20ms); // registered on the strand
             sigs[cancelled].emit(asio::cancellation_type::terminal);
             BOOST_TEST(co_await eventually([&] { return done[cancelled] == 1; }, 1s));

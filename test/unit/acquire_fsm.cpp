@@ -299,8 +299,28 @@ BOOST_FIXTURE_TEST_CASE(deadline_while_the_script_is_on_the_wire, fixture) {
     BOOST_TEST((f.wake_at() == t0 + 30ms));
     BOOST_TEST(nothing(f.on_timer(t0 + 29ms, false)));
     const auto a = f.on_timer(t0 + 30ms, false);
-    BOOST_TEST(completes(a, error::acquire_timeout), a);
+    // No reply ever said "held": the caller learns that the server, not the lock, kept it.
+    BOOST_TEST(completes(a, error::server_timeout), a);
     BOOST_TEST(f.on_reply(t0 + 150ms, granted(), false, false, rng).give_back);
+}
+
+BOOST_FIXTURE_TEST_CASE(deadline_on_the_wire_after_the_lock_was_seen_held, fixture) {
+    // Held once, then the fallback attempt is unanswered at the deadline: contention.
+    auto f = waiting_head(rng, t0 + 40ms);
+    auto a = f.on_timer(f.wake_at(), true);
+    BOOST_REQUIRE(a.attempt);
+    a = f.on_timer(t0 + 40ms, true);
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_try_bounded_by_its_deadline_says_server_timeout, fixture) {
+    // A try has a deadline (mutex_options::try_timeout): a stalled server ends it there.
+    acquire_fsm f(params(t0 + 1s, true));
+    BOOST_TEST(only_attempt(f.start(t0, false)));
+    BOOST_TEST((f.wake_at() == t0 + 1s));
+    const auto a = f.on_timer(t0 + 1s, false);
+    BOOST_TEST(completes(a, error::server_timeout), a);
+    BOOST_TEST(f.on_reply(t0 + 3s, unknown(), false, false, rng).give_back);
 }
 
 BOOST_FIXTURE_TEST_CASE(deadline_while_waiting, fixture) {
@@ -321,7 +341,7 @@ BOOST_FIXTURE_TEST_CASE(zero_wait_is_one_attempt_then_timeout, fixture) {
     acquire_fsm f(params(t0));
     f.start(t0, false);
     const auto a = f.on_timer(t0, false);
-    BOOST_TEST(completes(a, error::acquire_timeout), a);
+    BOOST_TEST(completes(a, error::server_timeout), a); // no reply before the deadline
 }
 
 BOOST_FIXTURE_TEST_CASE(stop_in_every_state_completes_once, fixture) {

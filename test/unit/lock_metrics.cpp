@@ -81,14 +81,16 @@ BOOST_AUTO_TEST_CASE(only_grants_enter_the_wait_histogram) {
     m.acquired(acquire_outcome::busy, 1ms);
     m.acquired(acquire_outcome::cancelled, 1s);
     m.acquired(acquire_outcome::error, 0ns);
+    m.acquired(acquire_outcome::server_timeout, 1s);
     m.lease_lost(lease_loss::max_hold);
     m.lease_lost(lease_loss::max_hold);
     m.lease_lost(lease_loss::expired);
     const auto s = m.snapshot();
     BOOST_TEST(s.acquire_wait.count == 1u);
     BOOST_TEST((s.acquire_wait.sum == 2ms));
-    for (auto o : {acquire_outcome::granted, acquire_outcome::timeout, acquire_outcome::busy,
-                   acquire_outcome::cancelled, acquire_outcome::error})
+    for (auto o :
+         {acquire_outcome::granted, acquire_outcome::timeout, acquire_outcome::busy,
+          acquire_outcome::cancelled, acquire_outcome::error, acquire_outcome::server_timeout})
         BOOST_TEST(s.acquired(o) == 1u, o);
     BOOST_TEST(s.lost_by(lease_loss::max_hold) == 2u);
     BOOST_TEST(s.lost_by(lease_loss::expired) == 1u);
@@ -98,6 +100,7 @@ BOOST_AUTO_TEST_CASE(only_grants_enter_the_wait_histogram) {
 BOOST_AUTO_TEST_CASE(outcomes_from_completions) {
     BOOST_TEST(outcome_of({}, true) == acquire_outcome::granted);
     BOOST_TEST(outcome_of({}, false) == acquire_outcome::busy);
+    BOOST_TEST(outcome_of(error::server_timeout, false) == acquire_outcome::server_timeout);
     BOOST_TEST(outcome_of(error::acquire_timeout, false) == acquire_outcome::timeout);
     BOOST_TEST(outcome_of(boost::asio::error::operation_aborted, false) ==
                acquire_outcome::cancelled);
@@ -147,6 +150,7 @@ app_lock_acquires_total{conn="a\"b\\c\nd",outcome="busy"} 0
 app_lock_acquires_total{conn="a\"b\\c\nd",outcome="timeout"} 1
 app_lock_acquires_total{conn="a\"b\\c\nd",outcome="cancelled"} 0
 app_lock_acquires_total{conn="a\"b\\c\nd",outcome="error"} 0
+app_lock_acquires_total{conn="a\"b\\c\nd",outcome="server_timeout"} 0
 # HELP app_lock_acquire_wait_seconds Time from the acquire call to the grant.
 # TYPE app_lock_acquire_wait_seconds histogram
 app_lock_acquire_wait_seconds_bucket{conn="a\"b\\c\nd",le="0.0001"} 0

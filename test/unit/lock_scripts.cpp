@@ -142,8 +142,9 @@ BOOST_AUTO_TEST_CASE(derived_keys_share_the_slot_of_names_without_a_stray_brace)
         std::string name;
         for (std::size_t n = len(rng); n > 0; --n)
             name.push_back(alphabet[pick(rng)]);
+        const bool reserved = name.ends_with(":fence") || name.ends_with(":released");
         BOOST_TEST(corolock::detail::lockable_name(name) ==
-                   (has_tag(name) || name.find('}') == std::string::npos));
+                   (has_tag(name) ? !reserved : name.find('}') == std::string::npos));
         if (!corolock::detail::lockable_name(name))
             continue; // refused: see untagged_names_with_a_closing_brace_are_refused
         (has_tag(name) ? tagged : plain)++;
@@ -182,6 +183,25 @@ BOOST_AUTO_TEST_CASE(untagged_names_with_a_closing_brace_are_refused) {
         BOOST_TEST_CONTEXT("name " << name) {
             BOOST_TEST(corolock::detail::lockable_name(name));
             BOOST_TEST(key_slot(derived_key(name, "fence")) == key_slot(name));
+        }
+    }
+}
+
+// A lock named like another lock's derived key ('{t}:fence' is the fence key of lock '{t}')
+// broke that lock with a "wrong type" error: such names are refused. Untagged names never
+// collide (every derived key has a tag, and an untagged name has no '}').
+BOOST_AUTO_TEST_CASE(names_of_derived_keys_are_refused) {
+    for (std::string_view base : {"{t}", "x", "{a}b", "order:{42}"}) {
+        for (std::string_view suffix : {"fence", "released"}) {
+            const auto key = derived_key(base, suffix);
+            BOOST_TEST_CONTEXT("derived key " << key) {
+                BOOST_TEST(!corolock::detail::lockable_name(key));
+            }
+        }
+    }
+    for (std::string_view name : {"lock:fence", "x:released", "{t}:fencer", "{t}:fence:x"}) {
+        BOOST_TEST_CONTEXT("name " << name) {
+            BOOST_TEST(corolock::detail::lockable_name(name));
         }
     }
 }

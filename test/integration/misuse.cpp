@@ -1,0 +1,262 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// Natural misuses of the lock API, each committed on purpose against a real redis-server: the
+// guard the library puts in their way must hold (issue 17 section 4: a timed-out claim retried,
+// a blocking command beside leases, a try against a stalled server, a key deleted behind its
+// holder, a loss after the last nested hold).
+#include "common/coro_test.hpp"
+#include "common/server_fixture.hpp"
+#include "common/test_config.hpp"
+#include <corolock/claim.hpp>
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using corolock::error;
+using corolock::error_code;
+using corolock::lease;
+using corolock::test::eventually;
+using corolock::test::lease_of;
+using corolock::test::tuple_deferred;
+
+namespace {
+
+// The shared fixture with no health check on `conn`: these tests pause the server on purpose,
+// and decide themselves when the connection may drop.
+struct fixture : corolock::test::server_fixture {
+    fixture()
+        : server_fixture([](corolock::connection_config& c) {
+              c.health_check_interval = std::chrono::steady_clock::duration::zero();
+          }) {}
+    corolock::lock_stats stats() { return corolock::get_lock_stats(conn); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(misuse)
+
+// A try ("one attempt, no waiting") waited 3.8-5 s against a stalled server, until the health
+// check dropped the connection: it is bounded by try_timeout. A bounded acquire that ran out
+// said acquire_timeout whether the lock was busy or the server stalled: a stalled server now
+// says server_timeout (a connection failure), and the metrics count it apart.
+BOOST_FIXTURE_TEST_CASE(a_stalled_server_bounds_a_try_and_is_told_from_a_busy_lock, fixture) {
+    run([&]() -> awaitable<void> {
+        auto opts = lease_of(3s);
+        opts.try_timeout = 150ms;
+        corolock::mutex m(conn, "lock:stalled", opts);
+        const auto before = stats();
+        srv.pause();
+        auto [try_ec, l1] = co_await m.async_try_acquire(tuple_deferred);
+        auto [for_ec, l2] = co_await m.async_acquire_for(150ms, tuple_deferred);
+        srv.resume();
+        BOOST_TEST(try_ec == error::server_timeout);
+        BOOST_TEST(try_ec == corolock::condition::connection_failure);
+        BOOST_TEST(!l1.owns());
+        BOOST_TEST(for_ec == error::server_timeout);
+        BOOST_TEST(!l2.owns());
+        const auto after = stats();
+        BOOST_TEST(after.acquired(corolock::acquire_outcome::server_timeout) -
+                       before.acquired(corolock::acquire_outcome::server_timeout) ==
+                   2u);
+        BOOST_TEST(after.acquired(corolock::acquire_outcome::timeout) ==
+                   before.acquired(corolock::acquire_outcome::timeout));
+        // Both attempts ran at the resume; whatever they took is undone.
+        BOOST_TEST(co_await eventually([&] { return !exists("lock:stalled"); }, 2s));
+        // The same acquire against a busy lock is contention.
+        corolock::mutex other(peer, "lock:stalled", opts);
+        lease held = co_await other.async_acquire();
+        auto [busy_ec, l3] = co_await m.async_acquire_for(150ms, tuple_deferred);
+        BOOST_TEST(busy_ec == error::acquire_timeout);
+        co_await held.async_release();
+    });
+}
+
+// A BLPOP on the connection that carries leases held every renewal behind it: a 3 s lease was
+// lost to `BLPOP jobs 5`. While a lease is held the connection refuses blocking commands before
+// sending them; without leases, or with allow_blocking_commands, they run.
+BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_lease_is_refused, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::request blpop;
+        blpop.push("BLPOP", "jobs", "0.05");
+        corolock::generic_response resp;
+        // No lease: it runs (and times out at the server).
+        auto [free_ec, n0] = co_await conn.async_exec(blpop, resp, tuple_deferred);
+        BOOST_TEST(!free_ec);
+        corolock::mutex m(conn, "lock:blpop", lease_of(3s));
+        lease l = co_await m.async_acquire();
+        srv.command({"RPUSH", "jobs", "job-1"});
+        auto [ec, n] = co_await conn.async_exec(blpop, resp, tuple_deferred);
+        BOOST_TEST(ec == error::blocking_command);
+        BOOST_TEST(ec == corolock::condition::invalid_argument);
+        BOOST_TEST(srv.command({"LLEN", "jobs"}) == ":1\r\n"); // nothing was sent
+        corolock::request xread;
+        xread.push("XREAD", "BLOCK", 50, "STREAMS", "s", "$");
+        auto [xec, xn] = co_await conn.async_exec(xread, corolock::ignore, tuple_deferred);
+        BOOST_TEST(xec == error::blocking_command);
+        // Another connection is the answer: the lease is untouched.
+        auto [peer_ec, pn] = co_await peer.async_exec(blpop, resp, tuple_deferred);
+        BOOST_TEST(!peer_ec);
+        BOOST_TEST(srv.command({"LLEN", "jobs"}) == ":0\r\n");
+        BOOST_TEST(l.valid());
+        co_await l.async_release();
+        auto [after_ec, n2] = co_await conn.async_exec(blpop, resp, tuple_deferred);
+        BOOST_TEST(!after_ec);
+    });
+}
+
+BOOST_AUTO_TEST_CASE(allow_blocking_commands_lets_them_through) {
+    corolock::test::server_fixture f(
+        [](corolock::connection_config& c) { c.allow_blocking_commands = true; });
+    f.run([&]() -> awaitable<void> {
+        corolock::mutex m(f.conn, "lock:blpop-allowed", lease_of(3s));
+        lease l = co_await m.async_acquire();
+        corolock::request blpop;
+        blpop.push("BLPOP", "jobs", "0.05");
+        auto [ec, n] = co_await f.conn.async_exec(blpop, corolock::ignore, tuple_deferred);
+        BOOST_TEST(!ec);
+        co_await l.async_release();
+    });
+}
+
+// A lock key deleted behind its holder left two holders that both saw valid() for up to lease/3.
+// A force-unlock publishes the deleted owner, and the holder's connection reports the lease lost
+// at once: with a 30 s lease (renewal due in 10 s) the loss comes within a second.
+BOOST_FIXTURE_TEST_CASE(a_force_unlock_tells_the_holder_at_once, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:forced", lease_of(30s));
+        corolock::mutex other(conn, "lock:forced-other", lease_of(30s));
+        corolock::mutex admin(peer, "lock:forced");
+        lease l = co_await m.async_acquire();
+        lease bystander = co_await other.async_acquire();
+        // The holder's connection listens for force-unlocks from its first lease on.
+        BOOST_REQUIRE(co_await eventually(
+            [&] {
+                return srv.command({"PUBSUB", "NUMSUB", "corolock:forced"}).find(":1\r\n") !=
+                       std::string::npos;
+            },
+            2s));
+        BOOST_TEST(co_await admin.async_force_unlock());
+        BOOST_TEST(co_await eventually([&] { return l.lost(); }, 1s));
+        BOOST_TEST(!l.valid());
+        auto [ec] = co_await l.async_wait_lost(tuple_deferred);
+        BOOST_TEST(ec == error::lease_lost);
+        BOOST_TEST(bystander.valid()); // another lock of the same connection is untouched
+        BOOST_TEST(stats().lost_by(corolock::lease_loss::renewal_refused) == 1u);
+        co_await bystander.async_release();
+    });
+}
+
+// A lock server must not evict (a key evicted behind its holder is noticed only at the next
+// renewal): the lock layer looks at the policy once, at its first lease, and warns.
+BOOST_FIXTURE_TEST_CASE(an_evicting_server_is_named_in_the_log, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::test::log_capture quiet_log, evict_log;
+        auto cfg = corolock::test::config_for(srv);
+        auto& calm = add_connection(cfg, quiet_log.make(corolock::logger::level::warning));
+        corolock::mutex a(calm, "lock:evict-a", lease_of(3s));
+        lease la = co_await a.async_acquire();
+        co_await la.async_release();
+        srv.command({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"});
+        auto& evicting = add_connection(cfg, evict_log.make(corolock::logger::level::warning));
+        corolock::mutex b(evicting, "lock:evict-b", lease_of(3s));
+        lease lb = co_await b.async_acquire();
+        BOOST_TEST(co_await eventually(
+            [&] { return evict_log.contains("maxmemory-policy is 'allkeys-lru'"); }, 2s));
+        co_await lb.async_release();
+        lease lb2 = co_await b.async_acquire(); // once per connection
+        co_await lb2.async_release();
+        srv.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+        BOOST_TEST(evict_log.count("maxmemory-policy") == 1u);
+        BOOST_TEST(quiet_log.count("maxmemory-policy") == 0u);
+    });
+}
+
+// A claim timed out by its caller (its SET written, no reply yet) and retried at once: the retry
+// was refused as taken, and then the first attempt's claim was given back, so nobody processed
+// the order. The retry now takes over the first attempt's outcome: exactly one owner.
+BOOST_FIXTURE_TEST_CASE(a_timed_out_claim_retried_at_once_is_owned_by_the_retry, fixture) {
+    run([&]() -> awaitable<void> {
+        co_await corolock::async_claim(conn, "claim:warm", 1s); // connected
+        for (int i = 0; i < 5; ++i) {
+            const std::string key = "order:" + std::to_string(i);
+            srv.pause(); // a slow reply
+            const auto written = conn.stats().commands;
+            asio::cancellation_signal sig;
+            bool first_done = false;
+            error_code first_ec;
+            corolock::async_claim(
+                conn, key, 60s,
+                asio::bind_cancellation_slot(sig.slot(), [&](error_code e, corolock::claim) {
+                    first_ec = e;
+                    first_done = true;
+                }));
+            BOOST_REQUIRE(co_await eventually([&] { return conn.stats().commands > written; },
+                                              5s));      // the SET is written
+            sig.emit(asio::cancellation_type::terminal); // the caller's timeout
+            BOOST_REQUIRE(co_await eventually([&] { return first_done; }, 2s));
+            BOOST_TEST(first_ec == asio::error::operation_aborted);
+            bool retry_done = false;
+            error_code retry_ec;
+            corolock::claim retry;
+            corolock::async_claim(conn, key, 60s, [&](error_code e, corolock::claim c) {
+                retry_ec = e;
+                retry = std::move(c);
+                retry_done = true;
+            });
+            co_await corolock::test::sleep_for(20ms);
+            srv.resume();
+            BOOST_REQUIRE(co_await eventually([&] { return retry_done; }, 2s));
+            BOOST_TEST(!retry_ec);
+            BOOST_TEST(static_cast<bool>(retry), "the retry of " << key << " owns no claim");
+            co_await corolock::test::sleep_for(50ms); // a give-back would have run by now
+            BOOST_TEST(srv.command({"EXISTS", key}) == ":1\r\n");
+            if (retry) {
+                auto [gec] = co_await retry.async_give_back(tuple_deferred);
+                BOOST_TEST(!gec); // it is the retry's claim
+            }
+            BOOST_TEST(srv.command({"EXISTS", key}) == ":0\r\n");
+        }
+    });
+}
+
+// An adopted attempt that another client's claim beat: the retry hears "taken", as it should.
+BOOST_FIXTURE_TEST_CASE(a_retry_adopting_a_refused_claim_hears_taken, fixture) {
+    run([&]() -> awaitable<void> {
+        co_await corolock::async_claim(conn, "claim:warm2", 1s);
+        auto theirs = co_await corolock::async_claim(peer, "order:theirs", 60s);
+        BOOST_REQUIRE(static_cast<bool>(theirs));
+        srv.pause();
+        const auto written = conn.stats().commands;
+        asio::cancellation_signal sig;
+        corolock::async_claim(
+            conn, "order:theirs", 60s,
+            asio::bind_cancellation_slot(sig.slot(), [](error_code, corolock::claim) {}));
+        BOOST_REQUIRE(co_await eventually([&] { return conn.stats().commands > written; }, 5s));
+        sig.emit(asio::cancellation_type::terminal);
+        bool done = false;
+        error_code ec;
+        corolock::claim mine;
+        corolock::async_claim(conn, "order:theirs", 60s, [&](error_code e, corolock::claim c) {
+            ec = e;
+            mine = std::move(c);
+            done = true;
+        });
+        co_await corolock::test::sleep_for(20ms);
+        srv.resume();
+        BOOST_REQUIRE(co_await eventually([&] { return done; }, 2s));
+        BOOST_TEST(!ec);
+        BOOST_TEST(!mine);
+        auto [gec] = co_await theirs.async_give_back(tuple_deferred);
+        BOOST_TEST(!gec); // theirs was never touched
+    });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,44 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include <corolock/request.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+BOOST_AUTO_TEST_SUITE(request)
+
+// A blocking command holds every later reply on its connection, renewals included: the request
+// says when it carries one, so that a connection with leases can refuse it.
+BOOST_AUTO_TEST_CASE(blocking_commands_are_recognised) {
+    auto blocking = [](auto push) {
+        corolock::request r;
+        r.push("GET", "k");
+        push(r);
+        return r.has_blocking_command();
+    };
+    BOOST_TEST(blocking([](auto& r) { r.push("BLPOP", "jobs", 5); }));
+    BOOST_TEST(blocking([](auto& r) { r.push("brpop", "a", "b", 0); }));
+    BOOST_TEST(blocking([](auto& r) { r.push("BLMOVE", "a", "b", "LEFT", "RIGHT", 1); }));
+    BOOST_TEST(blocking([](auto& r) { r.push("BZPOPMIN", "z", 1); }));
+    BOOST_TEST(blocking([](auto& r) { r.push("WAIT", 1, 100); }));
+    BOOST_TEST(blocking([](auto& r) { r.push("WaitAof", 1, 0, 100); }));
+    BOOST_TEST(blocking([](auto& r) { r.push("XREAD", "BLOCK", 100, "STREAMS", "s", "$"); }));
+    BOOST_TEST(blocking(
+        [](auto& r) { r.push("XREADGROUP", "GROUP", "g", "c", "block", 0, "STREAMS", "s", ">"); }));
+    const std::vector<std::string> args{"BLOCK", "0", "STREAMS", "s", "$"};
+    BOOST_TEST(blocking([&](auto& r) { r.push_range("XREAD", args); }));
+
+    BOOST_TEST(!blocking([](auto& r) { r.push("LPOP", "jobs"); }));
+    BOOST_TEST(!blocking([](auto& r) { r.push("XREAD", "COUNT", 5, "STREAMS", "s", "0"); }));
+    BOOST_TEST(!blocking([](auto& r) { r.push("XREAD", "STREAMS", "BLOCKS", "0"); }));
+    BOOST_TEST(!blocking([](auto& r) { r.push("SET", "BLOCK", "WAIT"); }));
+    BOOST_TEST(!blocking([](auto& r) { r.push("BLPOPX", "k"); }));
+
+    corolock::request r;
+    r.push("BLPOP", "jobs", 1);
+    r.clear();
+    BOOST_TEST(!r.has_blocking_command());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
