@@ -395,6 +395,7 @@ awaitable<error_code> connection_impl::run() {
                 log_.log(logger::level::warning, os.str());
             }
             last_connect_error_ = ec;
+            down_flag_.store(true, std::memory_order_relaxed);
             if (connect_failure_hook_)
                 connect_failure_hook_();
         }
@@ -692,6 +693,7 @@ void connection_impl::fail_waiting(error_code ec) {
 void connection_impl::on_connected() {
     connected_ = true;
     connected_flag_.store(true, std::memory_order_relaxed);
+    down_flag_.store(false, std::memory_order_relaxed);
     const bool reconnect = connects_.fetch_add(1, std::memory_order_relaxed) > 0;
     last_connect_error_ = {};
     log_.log(logger::level::info, reconnect ? "reconnected" : "connected");
@@ -712,6 +714,7 @@ void connection_impl::on_connected() {
 void connection_impl::on_disconnected(error_code ec) {
     const bool was_connected = connected_;
     connected_ = false;
+    down_flag_.store(true, std::memory_order_relaxed);
     connected_flag_.store(false, std::memory_order_relaxed);
     stream_.close();
     rbuf_.clear();

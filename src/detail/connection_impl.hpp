@@ -236,6 +236,10 @@ public:
     void start_run(boost::asio::any_completion_handler<void(error_code)> handler);
     void stop();
     bool is_connected() const noexcept { return connected_flag_.load(std::memory_order_relaxed); }
+    // Known to be down: the connection was lost, or a connect attempt failed, and it is not up
+    // again yet (reconnecting). False while up, and while the first connect is under way: a
+    // request queued then is written as soon as it succeeds.
+    bool known_down() const noexcept { return down_flag_.load(std::memory_order_relaxed); }
     connection_stats stats() const noexcept;
     // Queues an entry (posts to the strand).
     void submit(std::shared_ptr<exec_entry> e);
@@ -347,6 +351,7 @@ private:
     error_code last_connect_error_;
     bool connected_ = false;
     std::atomic<bool> connected_flag_{false};
+    std::atomic<bool> down_flag_{false}; // see known_down()
     std::minstd_rand rng_;
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
