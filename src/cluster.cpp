@@ -481,6 +481,16 @@ public:
             l.on_subscribe_failed(ec);
         });
     }
+    // The node does not serve the channel's slot (a stale map, or the slot moved before the
+    // subscription arrived): the waiters retry (a release published at the new owner meanwhile
+    // was lost) and the subscription follows the redirect.
+    void on_subscribe_redirected(std::string_view text) override {
+        post([this, text = std::string(text)](push_listener& l, cluster_impl& c,
+                                              const std::string& channel) {
+            l.on_slot_moved();
+            c.follow_subscribe_redirect(channel, this, text);
+        });
+    }
 
 private:
     void moved() {
@@ -536,18 +546,56 @@ void cluster_impl::remove_listener(const std::string& channel, const push_listen
         subs_.erase(it);
 }
 
-void cluster_impl::resubscribe(const std::string& channel, bool moved) {
+void cluster_impl::resubscribe(const std::string& channel, bool moved,
+                               std::chrono::steady_clock::duration delay) {
     if (stopped_)
         return;
     if (!moved && table_.owner(key_slot(channel)))
         return subscribe_now(channel, false);
     asio::co_spawn(
         strand_,
-        [](std::shared_ptr<cluster_impl> self, std::string channel, bool moved) -> awaitable<void> {
+        [](std::shared_ptr<cluster_impl> self, std::string channel, bool moved,
+           std::chrono::steady_clock::duration delay) -> awaitable<void> {
+            if (delay > std::chrono::steady_clock::duration::zero()) {
+                asio::steady_timer timer(self->strand_, delay);
+                co_await timer.async_wait(nothrow);
+                if (self->stopped_)
+                    co_return;
+            }
             co_await self->refresh();
             self->subscribe_now(channel, moved);
-        }(shared_from_this(), channel, moved),
+        }(shared_from_this(), channel, moved, delay),
         asio::detached);
+}
+
+void cluster_impl::follow_subscribe_redirect(const std::string& channel, const push_listener* relay,
+                                             std::string_view text) {
+    auto it = subs_.find(channel);
+    if (it == subs_.end() || stopped_)
+        return;
+    auto s = std::find_if(it->second.begin(), it->second.end(),
+                          [relay](const subscription& x) { return x.relay.get() == relay; });
+    if (s == it->second.end() || !s->node)
+        return; // gone, or unregistered since: its next registration decides
+    const auto now = std::chrono::steady_clock::now();
+    const bool soon_again = now - s->redirected < cfg_.try_again_delay;
+    s->redirected = now;
+    auto target = parse_redirect(text);
+    if (target && target->node.host.empty())
+        target->node.host = s->node->config().host;
+    // MOVED names the slot's owner: go there at once, as a request would. Two nodes that each
+    // name the other (views in flux), ASK (a migration: the source still serves the channel)
+    // or a text we cannot read: ask for the map again after try_again_delay.
+    if (target && text.starts_with("MOVED") && !soon_again &&
+        target->node.address() != s->node->config().host + ":" + s->node->config().port) {
+        moved_.fetch_add(1, std::memory_order_relaxed);
+        log_.log(logger::level::info,
+                 "cluster: subscription to " + channel + " moved to " + target->node.address());
+        table_.assign(target->slot, target->slot, target->node);
+        schedule_refresh(refresh_min_gap);
+        return subscribe_now(channel, false);
+    }
+    resubscribe(channel, true, cfg_.try_again_delay);
 }
 
 void cluster_impl::subscribe_now(const std::string& channel, bool again) {

@@ -398,6 +398,7 @@ awaitable<error_code> connection_impl::run() {
                 log_.log(logger::level::warning, os.str());
             }
             last_connect_error_ = ec;
+            down_flag_.store(true, std::memory_order_relaxed);
             if (connect_failure_hook_)
                 connect_failure_hook_();
         }
@@ -695,6 +696,7 @@ void connection_impl::fail_waiting(error_code ec) {
 void connection_impl::on_connected() {
     connected_ = true;
     connected_flag_.store(true, std::memory_order_relaxed);
+    down_flag_.store(false, std::memory_order_relaxed);
     const bool reconnect = connects_.fetch_add(1, std::memory_order_relaxed) > 0;
     last_connect_error_ = {};
     log_.log(logger::level::info, reconnect ? "reconnected" : "connected");
@@ -715,6 +717,7 @@ void connection_impl::on_connected() {
 void connection_impl::on_disconnected(error_code ec) {
     const bool was_connected = connected_;
     connected_ = false;
+    down_flag_.store(true, std::memory_order_relaxed);
     connected_flag_.store(false, std::memory_order_relaxed);
     stream_.close();
     rbuf_.clear();
@@ -744,15 +747,32 @@ void connection_impl::queue_subscribe(std::string_view command,
         add_entry(std::move(e));
 }
 
+bool connection_impl::is_redirect(std::string_view refusal) const noexcept {
+    // A cluster node that does not serve the channel's slot: the subscription belongs elsewhere.
+    const auto kind = classify_server_error(refusal);
+    return sharded_pubsub_ && (kind == error::moved || kind == error::ask);
+}
+
+void connection_impl::tell_refused(push_listener& l, std::string_view refusal) {
+    if (is_redirect(refusal))
+        l.on_subscribe_redirected(refusal);
+    else
+        l.on_subscribe_failed(error::subscribe_refused);
+}
+
 void connection_impl::on_subscribe_refused(std::string_view command,
                                            const std::vector<std::string>& channels,
                                            std::string_view text) {
-    if (log_.enabled(logger::level::error)) {
-        std::string line = "subscription refused: " + std::string(command);
+    // A redirect is routine while slots move (the listener's owner follows it); a refusal is not.
+    const auto level = is_redirect(text) ? logger::level::info : logger::level::error;
+    if (log_.enabled(level)) {
+        std::string line = (level == logger::level::info ? "subscription redirected: "
+                                                         : "subscription refused: ") +
+                           std::string(command);
         for (const auto& c : channels)
             line += " " + c;
         line += ": " + std::string(text);
-        log_.log(logger::level::error, line);
+        log_.log(level, line);
     }
     if (command != subscribe_command())
         return; // a refused UNSUBSCRIBE leaves nobody waiting
@@ -760,9 +780,9 @@ void connection_impl::on_subscribe_refused(std::string_view command,
         auto it = listeners_.find(channel);
         if (it == listeners_.end())
             continue; // every listener left meanwhile
-        refused_.insert(channel);
+        refused_.insert_or_assign(channel, std::string(text));
         for (auto& l : std::vector(it->second)) // a listener may leave while being told
-            l->on_subscribe_failed(error::subscribe_refused);
+            tell_refused(*l, text);
     }
 }
 
@@ -771,8 +791,8 @@ void connection_impl::add_listener(const std::string& channel, std::shared_ptr<p
     ls.push_back(l);
     if (ls.size() == 1)
         queue_subscribe(subscribe_command(), {channel}, false);
-    else if (refused_.contains(channel))
-        l->on_subscribe_failed(error::subscribe_refused);
+    else if (auto r = refused_.find(channel); r != refused_.end())
+        tell_refused(*l, r->second);
 }
 
 void connection_impl::remove_listener(const std::string& channel, const push_listener* l) {

@@ -125,10 +125,20 @@ struct redlock_core : std::enable_shared_from_this<redlock_core>, context_shutdo
 
     // Sends `which` of `reqs` to every node at once; each answer, as a vote, goes to
     // `on_vote(node, vote, why)` on the strand. The request lives as long as `reqs`.
+    // `skip_down`: a node whose connection is known to be down (lost, reconnecting, failing to
+    // connect; not a first connect under way) gets nothing and votes `failed` at once (posted,
+    // error::not_connected), instead of a request that would wait there past the node timeout.
+    // Never sent, it cannot have run: there is nothing to clean up on that node.
     template <class F>
     void fan_out(const std::shared_ptr<const owner_requests>& reqs, request owner_requests::*which,
-                 F on_vote) {
+                 F on_vote, bool skip_down = false) {
         for (std::size_t i = 0; i < spec->nodes.size(); ++i) {
+            if (skip_down && spec->nodes[i]->known_down()) {
+                asio::post(strand, [i, on_vote]() mutable {
+                    on_vote(i, vote::failed, error_code(error::not_connected));
+                });
+                continue;
+            }
             auto resp = std::make_shared<generic_response>();
             start_exec(spec->nodes[i], (*reqs).*which, make_adapter(*resp),
                        asio::bind_executor(
@@ -331,6 +341,10 @@ private:
         if (a.subscribe)
             subscribe();
         if (a.send_round) {
+            // Nodes known to be down vote "no" at once: with a majority of them down, the round
+            // is decided without waiting for the node timeout. Only acquire rounds skip them:
+            // an extension or a release goes to every node (a lease is not lost, nor a release
+            // reported failed, because of a node that is merely reconnecting).
             core_->stats.rounds.fetch_add(1, std::memory_order_relaxed);
             core_->fan_out(
                 reqs_, &owner_requests::acquire,
@@ -339,8 +353,15 @@ private:
                         self->spec().log().log(logger::level::warning,
                                                describe(self->spec()) + "node " +
                                                    std::to_string(node) + ": " + why.message());
+                    else if (why == error::not_connected &&
+                             self->spec().log().enabled(logger::level::debug))
+                        self->spec().log().log(logger::level::debug,
+                                               describe(self->spec()) + "node " +
+                                                   std::to_string(node) +
+                                                   ": not connected, counted as a no");
                     self->act(self->fsm_.on_vote(clock::now(), round, node, v, self->core_->rng));
-                });
+                },
+                true);
         }
         if (a.complete)
             complete(a.ec, a.granted);

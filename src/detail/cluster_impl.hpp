@@ -81,8 +81,15 @@ public:
     void remove_listener(const std::string& channel, const push_listener* l);
     // Strand only: subscribes `channel`'s listeners at its slot's master (after a refresh when
     // the map has none). `moved`: the node dropped the subscription (slot moved, node gone):
-    // refresh first, then subscribe again even at the same node.
-    void resubscribe(const std::string& channel, bool moved);
+    // refresh first (after `delay`), then subscribe again even at the same node.
+    void resubscribe(const std::string& channel, bool moved,
+                     std::chrono::steady_clock::duration delay = {});
+    // Strand only: the node where `relay` is registered answered its SSUBSCRIBE with `text`
+    // (MOVED or ASK). MOVED: patch the slot and subscribe at the node it names (as a request
+    // follows MOVED); else, or when the last redirect of this subscription was less than
+    // try_again_delay ago, wait try_again_delay, refresh and subscribe by the map.
+    void follow_subscribe_redirect(const std::string& channel, const push_listener* relay,
+                                   std::string_view text);
 
 private:
     boost::asio::awaitable<error_code> run();
@@ -105,6 +112,7 @@ private:
         std::shared_ptr<push_listener> target; // the lock layer's listener
         std::shared_ptr<push_listener> relay;  // registered at the node; posts to our strand
         std::shared_ptr<connection_impl> node; // where `relay` is registered (null: nowhere)
+        std::chrono::steady_clock::time_point redirected{}; // its last MOVED/ASK
     };
     std::map<std::string, std::vector<subscription>, std::less<>> subs_;
     std::mutex lock_service_mutex_;

@@ -146,6 +146,15 @@ public:
     // reconnect, until every listener of the channel is gone. Messages will not come, so state
     // that waits for one must rely on its own timer.
     virtual void on_subscribe_failed(error_code /*ec*/) {}
+    // Sharded pub/sub: the node answered the subscription with a redirect (`text`, e.g.
+    // "MOVED 3999 127.0.0.1:7002"): it does not serve the channel's slot (any more). Not a
+    // refusal: nothing is subscribed here and the connection does not send it again (as for a
+    // refusal, until every listener of the channel is gone), so the listener's owner must
+    // subscribe where the slot is now (the cluster's relay does). A listener that cannot go
+    // elsewhere (a `subscription` on a node connection) takes it as a refusal: the default.
+    virtual void on_subscribe_redirected(std::string_view /*text*/) {
+        on_subscribe_failed(error::subscribe_refused);
+    }
 };
 
 // The byte stream under a connection: TCP, TLS over TCP, or a unix socket.
@@ -227,6 +236,10 @@ public:
     void start_run(boost::asio::any_completion_handler<void(error_code)> handler);
     void stop();
     bool is_connected() const noexcept { return connected_flag_.load(std::memory_order_relaxed); }
+    // Known to be down: the connection was lost, or a connect attempt failed, and it is not up
+    // again yet (reconnecting). False while up, and while the first connect is under way: a
+    // request queued then is written as soon as it succeeds.
+    bool known_down() const noexcept { return down_flag_.load(std::memory_order_relaxed); }
     connection_stats stats() const noexcept;
     // Queues an entry (posts to the strand).
     void submit(std::shared_ptr<exec_entry> e);
@@ -308,6 +321,12 @@ public:
                               std::string_view text);
 
 private:
+    // Whether a subscription's refusal is a cluster redirect (MOVED, ASK on a sharded
+    // connection), and telling a listener of the channel either way.
+    bool is_redirect(std::string_view refusal) const noexcept;
+    void tell_refused(push_listener& l, std::string_view refusal);
+
+private:
     boost::asio::any_io_executor user_ex_;
     boost::asio::any_io_executor strand_;
     boost::asio::ssl::context* tls_;
@@ -332,10 +351,12 @@ private:
     error_code last_connect_error_;
     bool connected_ = false;
     std::atomic<bool> connected_flag_{false};
+    std::atomic<bool> down_flag_{false}; // see known_down()
     std::minstd_rand rng_;
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
-    std::set<std::string, std::less<>> refused_; // channels whose SUBSCRIBE the server refused
+    // Channels whose SUBSCRIBE the server refused or redirected (MOVED/ASK), with its answer.
+    std::map<std::string, std::string, std::less<>> refused_;
     bool sharded_pubsub_ = false;
     std::string_view subscribe_command() const noexcept {
         return sharded_pubsub_ ? "SSUBSCRIBE" : "SUBSCRIBE";

@@ -198,6 +198,106 @@ BOOST_AUTO_TEST_CASE(held_lease_survives_reshard_of_its_slot) {
         90s, 1, corolock::test::drain_check::off);
 }
 
+// A waiter's re-subscription answered MOVED (scale-out review L1): the slot of the waiter's
+// channel moves while its connection to the old master is down (so no `sunsubscribe` reaches
+// it), and the SSUBSCRIBE re-sent at the reconnect is answered MOVED. The subscription follows
+// the slot to its new master like any redirected request, and the release there wakes the
+// waiter by a message, not by its fallback timer (5 s). Before, the MOVED was taken as a
+// refusal: "waiters get no release messages", for good.
+BOOST_AUTO_TEST_CASE(waiter_subscription_answered_moved_follows_the_slot) {
+    if (!redis_cluster::available())
+        return;
+    redis_cluster c;
+    const std::string name = "lock:resub";
+    const std::string channel = "{lock:resub}:released";
+    const auto slot = std::to_string(key_slot(name));
+    auto& from = c.master_of(key_slot(name));
+    redis_process* to = &c.master_of(16383);
+    if (to == &from)
+        to = &c.master_of(0);
+    const auto from_id = c.id(from);
+    const auto to_id = c.id(*to);
+    auto subscribers = [&](redis_process& n) {
+        return n.command({"PUBSUB", "SHARDNUMSUB", channel});
+    };
+    asio::io_context ioc;
+    corolock::test::log_capture log;
+    corolock::cluster a_cl(ioc.get_executor(), cluster_config_for(*to), quiet());
+    corolock::cluster b_cl(ioc.get_executor(), cluster_config_for(*to),
+                           log.make(corolock::logger::level::info));
+    a_cl.async_run(asio::detached);
+    b_cl.async_run(asio::detached);
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex a(a_cl, name, slow_retry(10s)); // no renewal during the test
+            corolock::mutex b(b_cl, name, slow_retry(10s));
+            auto [aec, la] = co_await a.async_acquire(tuple_deferred);
+            BOOST_TEST_REQUIRE(!aec, aec.message());
+            bool b_done = false;
+            clock_type::time_point b_granted{};
+            corolock::lease lb;
+            auto waiter = [&]() -> awaitable<void> {
+                auto [ec, l] = co_await b.async_acquire_for(20s, tuple_deferred);
+                BOOST_TEST(!ec, ec.message());
+                b_granted = clock_type::now();
+                lb = std::move(l);
+                b_done = true;
+            };
+            asio::co_spawn(ioc, waiter(), asio::detached);
+            BOOST_TEST_REQUIRE(co_await eventually(
+                [&] { return subscribers(from).ends_with(":1\r\n"); }, 2s)); // B waits there
+
+            // The clients' connections to `from` drop and cannot come back (their user is
+            // disabled there) while the slot moves, keys included, to `to`.
+            BOOST_TEST(from.command({"ACL", "SETUSER", "admin", "on", ">pw", "~*", "&*",
+                                     "+@all"}) == "+OK\r\n");
+            from.set_command_auth("admin", "pw");
+            BOOST_TEST(from.command({"ACL", "SETUSER", "default", "off"}) == "+OK\r\n");
+            for (const char* type : {"normal", "pubsub"})
+                from.command({"CLIENT", "KILL", "USER", "default", "TYPE", type});
+            BOOST_TEST(to->command({"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id}) ==
+                       "+OK\r\n");
+            BOOST_TEST(from.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id}) == "+OK\r\n");
+            BOOST_TEST(from.command({"MIGRATE", "127.0.0.1", std::to_string(to->port()), "", "0",
+                                     "5000", "KEYS", name, "{lock:resub}:fence"}) == "+OK\r\n");
+            for (auto* n : {to, &from})
+                BOOST_TEST(n->command({"CLUSTER", "SETSLOT", slot, "NODE", to_id}) == "+OK\r\n");
+            co_await sleep_for(300ms); // reconnects fail meanwhile; the maps learn the move
+            BOOST_TEST(from.command({"ACL", "SETUSER", "default", "on"}) == "+OK\r\n");
+
+            // B's connection to `from` comes back and re-sends its SSUBSCRIBE: MOVED.
+            BOOST_TEST(co_await eventually(
+                [&] { return log.contains("subscription redirected: SSUBSCRIBE " + channel); },
+                2s));
+            BOOST_TEST(
+                co_await eventually([&] { return subscribers(*to).ends_with(":1\r\n"); }, 2s));
+            BOOST_TEST(!log.contains("waiters get no release messages"));
+            BOOST_TEST(!b_done);
+            const auto woken = corolock::get_lock_stats(b_cl).pubsub_wakeups;
+            const auto released = clock_type::now();
+            auto [rec] = co_await la.async_release(tuple_deferred);
+            BOOST_TEST(!rec, rec.message());
+            for (int i = 0; i < 120 && !b_done; ++i)
+                co_await sleep_for(50ms);
+            BOOST_TEST_REQUIRE(b_done);
+            std::cout << "cluster lock: subscription answered MOVED, waiter granted "
+                      << ms(b_granted - released) << " ms after the release\n";
+            BOOST_TEST((b_granted - released < 2s)); // a release message, not the timer
+            BOOST_TEST(corolock::get_lock_stats(b_cl).pubsub_wakeups > woken);
+            if (corolock::get_lock_stats(b_cl).pubsub_wakeups <= woken) {
+                std::lock_guard<std::mutex> g(log.m);
+                for (const auto& line : log.lines)
+                    std::cout << "  log: " << line << "\n";
+            }
+            BOOST_TEST(to->command({"EXISTS", name}) == ":1\r\n");
+            co_await lb.async_release(tuple_deferred);
+            a_cl.cancel();
+            b_cl.cancel();
+        }(),
+        60s, 1, corolock::test::drain_check::off);
+}
+
 // Leases in many slots on three masters: the watchdog renews them one script per slot (a
 // script's keys must share a slot on a cluster) and none is lost.
 BOOST_AUTO_TEST_CASE(leases_in_many_slots_keep_renewing) {
