@@ -1,13 +1,20 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-// S11 (issue 4): the client's wall clock jumps by +1 h, then to -1 h, while it holds a lock.
-// All of the lock's time arithmetic (lease deadline, renewal schedule, back-off) runs on
-// steady_clock, so neither jump may cause a spurious loss or a spurious extension.
+// S11 (issue 4): the client's wall clock steps by +1 h, then to -1 h, while it holds a lock.
 //
-// The holder is a worker process started under libfaketime with the monotonic clock left
-// alone (FAKETIME_DONT_FAKE_MONOTONIC=1); the harness moves its wall clock by rewriting the
-// timestamp file, which libfaketime re-reads on every call (FAKETIME_NO_CACHE=1). libfaketime
-// is never preloaded into redis-server (it hangs Debian's jemalloc build), so the server's
-// clock, and with it the key's TTL, stays true.
+// What the library promises: a step of the client's wall clock, of any size and either way,
+// changes nothing. The library never reads the wall clock: every deadline it keeps (lease
+// validity, renewal schedule, back-off, timeouts, health check) is on steady_clock, and every
+// wait is an Asio steady_timer (a CLOCK_MONOTONIC timerfd). So a step causes no loss, no
+// extension and no stall; the key's TTL is kept by the server's clock, which does not move.
+//
+// How the step is made: the holder is a worker process with wall_clock_shim preloaded, which
+// shifts every reading of the wall clock (CLOCK_REALTIME, gettimeofday, time) by an offset the
+// harness changes through a shared 8-byte file, and touches nothing else, as a real step would.
+// libfaketime, used before, rewrites timer calls too and arms an already-due monotonic timerfd
+// an hour late (or not at all) once the faked clock has moved: the worker stalled under load
+// (issue 17, section 4.7; details in wall_clock_shim.cpp). The holder now arms an already-due
+// timer at every tick, so a clock fake that moves timers fails every run, not one in many.
+// The server is never shifted: its clock, and with it the key's TTL, stays true.
 #include "common/redis_process.hpp"
 #include "worker.hpp"
 #include <corolock/mutex.hpp>
@@ -22,14 +29,15 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -42,7 +50,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr const char* libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 constexpr auto lease = 1000ms;
 
 long long ms_of(clock_type::duration d) {
@@ -99,18 +106,29 @@ COROLOCK_FAULT_WORKER(s11_holder) {
         say("acquired token=%llu", static_cast<unsigned long long>(l.token()));
         bool lost = false;
         asio::steady_timer tick(co_await asio::this_coro::executor);
+        asio::steady_timer due(co_await asio::this_coro::executor);
         while (clock_type::now() - steady0 < hold) {
             tick.expires_after(100ms);
             co_await tick.async_wait(asio::use_awaitable);
+            // A timer that is already due when it is armed: Asio's reactor arms its timerfd
+            // with an absolute time then (TFD_TIMER_ABSTIME, 1 ns) instead of a relative one.
+            // The library's timers take that path only by chance (a late wake-up under load);
+            // here it is taken at every tick, so a faked clock that moves it fails every run.
+            const auto due0 = clock_type::now();
+            due.expires_at(due0 - 1ms);
+            co_await due.async_wait(asio::use_awaitable);
+            const auto due_ms = ms_of(clock_type::now() - due0);
             const auto steady = clock_type::now() - steady0;
             const auto wall = std::chrono::system_clock::now() - wall0;
             lost = lost || l.lost();
-            say("tick steady_ms=%lld wall_ms=%lld held=%d lost=%d renewals=%llu", ms_of(steady),
+            say("tick steady_ms=%lld wall_ms=%lld held=%d lost=%d renewals=%llu due_ms=%lld",
+                ms_of(steady),
                 static_cast<long long>(
                     std::chrono::duration_cast<std::chrono::milliseconds>(wall).count()),
                 l.valid() ? 1 : 0, l.lost() ? 1 : 0,
                 static_cast<unsigned long long>(corolock::get_lock_stats(conn).renewals -
-                                                renewals0));
+                                                renewals0),
+                due_ms);
         }
         auto [rec] = co_await l.async_release(asio::as_tuple(asio::deferred));
         say("released error=%s", rec ? rec.message().c_str() : "none");
@@ -130,41 +148,49 @@ COROLOCK_FAULT_WORKER(s11_holder) {
 
 namespace {
 
-// The timestamp file libfaketime reads; replaced atomically so a reader never sees it empty.
-class fake_clock_file {
+// The worker's wall-clock offset: 8 bytes in a file that wall_clock_shim maps in the worker.
+// One atomic store changes it, so a reading sees the old offset or the new one, never a mix.
+class wall_clock_offset {
 public:
-    fake_clock_file() {
+    wall_clock_offset() {
         char tmpl[] = "/tmp/corolock-s11-XXXXXX";
         const int fd = ::mkstemp(tmpl);
         BOOST_REQUIRE(fd >= 0);
-        ::close(fd);
         path_ = tmpl;
-        set("+0");
+        const bool sized = ::ftruncate(fd, sizeof(std::int64_t)) == 0;
+        void* p =
+            sized ? ::mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+        ::close(fd);
+        BOOST_REQUIRE(p != MAP_FAILED);
+        offset_ = static_cast<std::int64_t*>(p);
+        set(std::chrono::seconds(0));
     }
-    ~fake_clock_file() {
+    ~wall_clock_offset() {
+        if (offset_ != nullptr)
+            ::munmap(offset_, sizeof(std::int64_t));
         std::error_code ec;
         std::filesystem::remove(path_, ec);
-        std::filesystem::remove(path_ + ".new", ec);
     }
-    const std::string& path() const noexcept { return path_; }
-    void set(const std::string& offset) {
-        {
-            std::ofstream f(path_ + ".new", std::ios::trunc);
-            f << offset << "\n";
-        }
-        std::filesystem::rename(path_ + ".new", path_);
+    wall_clock_offset(const wall_clock_offset&) = delete;
+    wall_clock_offset& operator=(const wall_clock_offset&) = delete;
+
+    void set(std::chrono::nanoseconds offset) {
+        std::atomic_ref<std::int64_t>(*offset_).store(offset.count(), std::memory_order_release);
     }
+    // The environment that makes a worker read its wall clock through this offset.
     std::vector<std::string> env() const {
-        return {std::string("LD_PRELOAD=") + libfaketime, "FAKETIME_DONT_FAKE_MONOTONIC=1",
-                "FAKETIME_NO_CACHE=1", "FAKETIME_TIMESTAMP_FILE=" + path_};
+        return {std::string("LD_PRELOAD=") + COROLOCK_WALL_CLOCK_SHIM,
+                "COROLOCK_WALL_CLOCK_OFFSET_FILE=" + path_};
     }
 
 private:
     std::string path_;
+    std::int64_t* offset_ = nullptr;
 };
 
 struct tick {
-    long long steady_ms = 0, wall_ms = 0, renewals = 0;
+    long long steady_ms = 0, wall_ms = 0, renewals = 0, due_ms = 0;
     bool held = false, lost = false;
     long long skew_ms() const { return wall_ms - steady_ms; }
 };
@@ -177,8 +203,9 @@ std::vector<tick> parse_ticks(const std::string& out) {
         tick t;
         int held = 0, lost = 0;
         if (std::sscanf(line.c_str(),
-                        "tick steady_ms=%lld wall_ms=%lld held=%d lost=%d renewals=%lld",
-                        &t.steady_ms, &t.wall_ms, &held, &lost, &t.renewals) == 5) {
+                        "tick steady_ms=%lld wall_ms=%lld held=%d lost=%d renewals=%lld "
+                        "due_ms=%lld",
+                        &t.steady_ms, &t.wall_ms, &held, &lost, &t.renewals, &t.due_ms) == 6) {
             t.held = held != 0;
             t.lost = lost != 0;
             ticks.push_back(t);
@@ -189,14 +216,6 @@ std::vector<tick> parse_ticks(const std::string& out) {
 
 bool near(long long value, long long target, long long tolerance) {
     return value >= target - tolerance && value <= target + tolerance;
-}
-
-void skip_without_libfaketime() {
-    if (!std::filesystem::exists(libfaketime)) {
-        std::printf("s11_clock_jump: %s is missing: skipped\n", libfaketime);
-        std::fflush(stdout);
-        std::exit(77);
-    }
 }
 
 // Waits until `key` exists (the worker holds the lock); false after `limit`.
@@ -222,12 +241,11 @@ long long pttl(const redis_process& srv, const std::string& key) {
 BOOST_AUTO_TEST_SUITE(s11_clock_jump)
 
 BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
-    skip_without_libfaketime();
     redis_process srv;
-    fake_clock_file clock_file;
+    wall_clock_offset wall_clock;
     const std::string key = "lock:s11";
     corolock::fault::worker_process w("s11_holder", {std::to_string(srv.port()), key, "5000"},
-                                      clock_file.env());
+                                      wall_clock.env());
     BOOST_REQUIRE(wait_for_key(srv, key));
     const auto t0 = clock_type::now();
     // PTTL from the server's (true) clock, every 50 ms while the worker holds: each sample
@@ -237,11 +255,11 @@ BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
     bool forward = false, backward = false;
     while (clock_type::now() - t0 < 4500ms) {
         if (!forward && clock_type::now() - t0 >= 1500ms) {
-            clock_file.set("+3600");
+            wall_clock.set(1h);
             forward = true;
         }
         if (!backward && clock_type::now() - t0 >= 3000ms) {
-            clock_file.set("-3600");
+            wall_clock.set(-1h);
             backward = true;
         }
         const auto ttl = pttl(srv, key);
@@ -268,9 +286,11 @@ BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
     BOOST_REQUIRE_GE(ticks.size(), 40u);
     // The worker's wall clock really jumped: skew 0, then about +1 h, then about -1 h.
     std::size_t first_forward = ticks.size(), first_backward = ticks.size();
+    long long max_due_ms = 0;
     for (std::size_t i = 0; i < ticks.size(); ++i) {
         BOOST_TEST(ticks[i].held);
         BOOST_TEST(!ticks[i].lost);
+        max_due_ms = std::max(max_due_ms, ticks[i].due_ms);
         if (first_forward == ticks.size() && near(ticks[i].skew_ms(), 3'600'000, 5'000))
             first_forward = i;
         if (first_backward == ticks.size() && near(ticks[i].skew_ms(), -3'600'000, 5'000))
@@ -285,6 +305,11 @@ BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
                        << ticks[first_forward].steady_ms << " ms, "
                        << ticks[first_backward].skew_ms() << " ms at steady "
                        << ticks[first_backward].steady_ms << " ms");
+    // A wall-clock step leaves steady timers alone: one already due fires at once. (Under
+    // libfaketime, after +1 h it waited for the next timer of the process, up to 200 ms, its
+    // timerfd arm refused; after -1 h it stalled the worker until 3,600 s of uptime.)
+    BOOST_TEST_MESSAGE("already-due timer fired after at most " << max_due_ms << " ms");
+    BOOST_TEST(max_due_ms <= 100);
     // Renewals went on at their steady pace (lease/3 = 333 ms) through both jumps.
     const auto& last = ticks.back();
     BOOST_TEST_MESSAGE("renewals: " << last.renewals << " in " << last.steady_ms << " ms, "
@@ -297,17 +322,16 @@ BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
 }
 
 BOOST_AUTO_TEST_CASE(killed_holder_with_jumped_clock_expires_within_the_lease) {
-    skip_without_libfaketime();
     redis_process srv;
-    fake_clock_file clock_file;
+    wall_clock_offset wall_clock;
     const std::string key = "lock:s11:killed";
     corolock::fault::worker_process w("s11_holder", {std::to_string(srv.port()), key, "30000"},
-                                      clock_file.env());
+                                      wall_clock.env());
     BOOST_REQUIRE(wait_for_key(srv, key));
     std::this_thread::sleep_for(300ms);
-    clock_file.set("+3600");
+    wall_clock.set(1h);
     std::this_thread::sleep_for(500ms);
-    clock_file.set("-3600");
+    wall_clock.set(-1h);
     long long max_ttl = 0;
     for (int i = 0; i < 10; ++i) {
         const auto ttl = pttl(srv, key);
