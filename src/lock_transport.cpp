@@ -43,7 +43,8 @@ void lock_transport::eval_routed(const script& s, std::string_view key, const re
     // `req` outlives the call (the caller's `done` owns it): an alias, not a copy.
     std::shared_ptr<const request> alias(std::shared_ptr<void>(), &req);
     cluster_->start_route(
-        key_slot(key), std::move(alias), eval_form(s, req), make_adapter(resp),
+        key_slot(key), std::move(alias), eval_form(s, req),
+        make_adapter(resp, max_lock_reply_nodes),
         asio::bind_executor(strand_, [d = std::move(done)](
                                          error_code ec, std::size_t) mutable { std::move(d)(ec); }),
         try_once);

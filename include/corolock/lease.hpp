@@ -224,6 +224,7 @@ public:
 
 private:
     friend struct detail::lease_access;
+    friend class nested_hold;
     using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
     explicit lease(detail::lease_share s) noexcept : share_(std::move(s)) {}
     std::shared_ptr<detail::lease_state> state() const noexcept;
@@ -249,8 +250,34 @@ public:
     /// As the lease's.
     bool valid() const noexcept;
     std::uint64_t token() const noexcept;
-    /// Ends this hold now (the destructor does the same).
+    /// Ends this hold now without waiting (the destructor does the same). If it was the last
+    /// share of a lease already released, the release goes out in the background and a loss it
+    /// finds reaches only the log: use `async_release` to hear it.
     void reset() noexcept { share_.reset(); }
+
+    /// Ends this hold. If it is the last share of a lease whose `async_release` was already
+    /// called (which completed at once because this hold was alive), this sends the release
+    /// and completes with its outcome; otherwise it completes at once.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: none (the hold is consumed when this is called).
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: none once called: a release completes when Redis answers or the
+    /// connection fails, both promptly.
+    /// Errors: `lease_lost` or `max_hold_reached` (the lease was lost before the release, or the
+    /// release found the key gone or taken: the section may have overlapped a later owner);
+    /// `not_owner` for an empty hold; connection errors (the key expires with its lease).
+    /// Thread safety: as `lease`.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_release(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, detail::lease_share share) {
+                if (!share.get())
+                    return detail::fail_empty(std::move(handler));
+                lease::release_impl(std::move(share), std::move(handler));
+            },
+            token, std::move(share_));
+    }
 
 private:
     friend class lease;

@@ -34,6 +34,9 @@ struct response_adapter {
                     error_code& ec) = nullptr;
     // The target keeps every node (generic_response): connection_config::max_reply_nodes applies.
     bool stores_nodes = false;
+    // When not 0, a tighter bound than max_reply_nodes for this response (a reply whose shape is
+    // known, as a lock script's): a hostile reply costs this many nodes before it is refused.
+    std::size_t max_nodes = 0;
 
     void operator()(std::size_t index, const resp3::node_view& n, error_code& ec) const {
         if (on_node)
@@ -42,6 +45,12 @@ struct response_adapter {
 };
 
 COROLOCK_DECL response_adapter make_adapter(generic_response& resp) noexcept;
+// The same, keeping at most `max_nodes` nodes per reply (then error::message_too_large).
+inline response_adapter make_adapter(generic_response& resp, std::size_t max_nodes) noexcept {
+    auto a = make_adapter(resp);
+    a.max_nodes = max_nodes;
+    return a;
+}
 COROLOCK_DECL response_adapter make_adapter(ignore_t) noexcept;
 
 } // namespace detail

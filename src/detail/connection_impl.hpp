@@ -431,6 +431,11 @@ private:
     Done done_;
 };
 
+// The most nodes a lock script's reply may store: the largest is a renewal batch's array (one
+// integer per lease, at most 100 a batch) with WAIT's integer. A hostile reply is refused after
+// these instead of connection_config::max_reply_nodes (256 Ki nodes, about 25 MB).
+inline constexpr std::size_t max_lock_reply_nodes = 1024;
+
 // start_eval for corolock's own layers, on the strand: EVALSHA `req`, and EVAL once more on
 // NOSCRIPT; then `done(ec)` runs on the strand. `c`, `s`, `req` and `resp` must live until then
 // (`done` may own them).
@@ -444,10 +449,10 @@ void eval_on_strand(connection_impl& c, const script& s, const request& req, gen
         auto eval = std::make_shared<request>(evalsha_to_eval(req, s));
         auto last = [eval, done = std::move(done)](error_code ec) mutable { done(ec); };
         c.add_entry(std::make_shared<strand_call<decltype(last)>>(
-            c.strand(), *eval, make_adapter(resp), std::move(last)));
+            c.strand(), *eval, make_adapter(resp, max_lock_reply_nodes), std::move(last)));
     };
-    c.add_entry(std::make_shared<strand_call<decltype(retry)>>(c.strand(), req, make_adapter(resp),
-                                                               std::move(retry)));
+    c.add_entry(std::make_shared<strand_call<decltype(retry)>>(
+        c.strand(), req, make_adapter(resp, max_lock_reply_nodes), std::move(retry)));
 }
 
 } // namespace corolock::detail

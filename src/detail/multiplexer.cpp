@@ -63,8 +63,11 @@ error_code multiplexer::on_node(const resp3::node_view& n) {
     }
     if (head.completed_ || head.overflow_)
         return {};
-    if (max_reply_nodes_ != 0 && head.adapter_.stores_nodes &&
-        ++head.reply_nodes_ > max_reply_nodes_) {
+    const auto limit = head.adapter_.max_nodes != 0 &&
+                               (max_reply_nodes_ == 0 || head.adapter_.max_nodes < max_reply_nodes_)
+                           ? head.adapter_.max_nodes
+                           : max_reply_nodes_;
+    if (limit != 0 && head.adapter_.stores_nodes && ++head.reply_nodes_ > limit) {
         // Memory for one reply is bounded before its shape is known; the rest is read and
         // dropped, so later replies still reach their own requests.
         head.overflow_ = true;

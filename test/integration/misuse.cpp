@@ -259,4 +259,39 @@ BOOST_FIXTURE_TEST_CASE(a_retry_adopting_a_refused_claim_hears_taken, fixture) {
     });
 }
 
+// The release made when the last nested hold ends reported a loss only in the log: the code that
+// held it could not learn that its section may have overlapped. nested_hold::async_release
+// sends that release and completes with its outcome.
+BOOST_FIXTURE_TEST_CASE(the_last_nested_hold_hears_the_release_outcome, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:lasthold", lease_of(3s));
+        // The key deleted behind the holder while the hold outlives the lease's release.
+        {
+            lease l = co_await m.async_acquire();
+            auto h = l.hold();
+            auto [rec] = co_await l.async_release(tuple_deferred);
+            BOOST_TEST(!rec); // completes at once: the hold still holds the lock
+            BOOST_TEST(exists("lock:lasthold"));
+            srv.command({"DEL", "lock:lasthold"});
+            auto [hec] = co_await h.async_release(tuple_deferred);
+            BOOST_TEST(hec == error::lease_lost);
+            BOOST_TEST(!h.owns());
+        }
+        // The usual case: the last hold's release succeeds and frees the lock.
+        {
+            lease l = co_await m.async_acquire();
+            auto h1 = l.hold(), h2 = l.hold();
+            co_await l.async_release();
+            auto [e1] = co_await h1.async_release(tuple_deferred); // not the last: at once
+            BOOST_TEST(!e1);
+            BOOST_TEST(exists("lock:lasthold"));
+            auto [e2] = co_await h2.async_release(tuple_deferred);
+            BOOST_TEST(!e2);
+            BOOST_TEST(!exists("lock:lasthold"));
+            auto [e3] = co_await h2.async_release(tuple_deferred);
+            BOOST_TEST(e3 == error::not_owner);
+        }
+    });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

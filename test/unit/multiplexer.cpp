@@ -24,6 +24,9 @@ class recorder final : public exec_entry {
 public:
     recorder(const request& req, generic_response& resp, clock::time_point t = clock::now())
         : exec_entry(req, corolock::detail::make_adapter(resp), t) {}
+    // With a bound of its own on the nodes of each reply.
+    recorder(const request& req, generic_response& resp, std::size_t max_nodes)
+        : exec_entry(req, corolock::detail::make_adapter(resp, max_nodes)) {}
 
     int calls = 0;
     error_code ec;
@@ -232,6 +235,25 @@ BOOST_AUTO_TEST_CASE(reply_with_too_many_nodes_fails_and_keeps_step) {
     BOOST_TEST(f->calls == 1);
     BOOST_TEST(!f->ec);
     BOOST_TEST(rafter.at(0).value == "A");
+}
+
+// A response whose shape is known (a lock script's) bounds its nodes tighter than the
+// connection: a hostile 1,000-element reply keeps 8 nodes, not the connection's 100.
+BOOST_AUTO_TEST_CASE(a_response_bounds_its_own_nodes) {
+    multiplexer mpx(100);
+    request req;
+    req.push("EVALSHA", "sha", 0);
+    generic_response resp;
+    auto e = std::make_shared<recorder>(req, resp, std::size_t(8));
+    mpx.add(e);
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    BOOST_TEST(!mpx.on_node({resp3::type::array, 1000, 0, {}}));
+    for (int i = 0; i < 1000; ++i)
+        BOOST_TEST(!mpx.on_node({resp3::type::number, 1, 1, "1"}));
+    mpx.on_reply_end(4000);
+    BOOST_TEST(e->ec == error::message_too_large);
+    BOOST_TEST(resp.size() == 8u);
 }
 
 BOOST_AUTO_TEST_CASE(node_limit_is_per_reply_and_ignores_ignore) {
