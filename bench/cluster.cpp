@@ -7,7 +7,7 @@
 // per shard. See bench/README.md.
 #include "common.hpp"
 #include "common/redis_cluster.hpp"
-#include "detail/slot_table.hpp"
+#include "core/slot_table.hpp"
 #include <corolock/cluster.hpp>
 
 #include <boost/asio/co_spawn.hpp>

@@ -14,7 +14,7 @@
 // See bench/README.md.
 #include "alloc_count.hpp"
 #include "common.hpp"
-#include "detail/lock_scripts.hpp"
+#include "core/lock_scripts.hpp"
 #include "many_locks.hpp"
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/claim_scripts.hpp"
-#include "detail/connection_impl.hpp"
-#include "detail/owner_id.hpp"
+#include "core/claim_scripts.hpp"
+#include "io/connection_impl.hpp"
+#include "io/owner_id.hpp"
 #include <corolock/claim.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The cluster router: it sequences the pure pieces (slot_table, parse_cluster_shards,
 // redirect_policy) over one connection per master. Every decision is in those pieces.
-#include "detail/cluster_impl.hpp"
+#include "io/cluster_impl.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/mutex.hpp>
 

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/connection_impl.hpp"
+#include "io/connection_impl.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/mutex.hpp>
 
@@ -48,7 +48,7 @@ public:
 
     exec_op(const request& req, response_adapter adapter, handler_type h,
             const asio::any_io_executor& fallback)
-        : exec_entry(req, adapter), handler_(std::move(h)), fallback_(fallback),
+        : exec_entry(req, adapter, clock::now()), handler_(std::move(h)), fallback_(fallback),
           work_(tracked_work(handler_executor(handler_, fallback))) {}
 
 private:
@@ -72,8 +72,8 @@ class subscribe_op final : owned_request, public exec_entry {
 public:
     subscribe_op(request r, std::string command, std::vector<std::string> channels,
                  std::weak_ptr<connection_impl> conn)
-        : owned_request{std::move(r)}, exec_entry(req, {}), command_(std::move(command)),
-          channels_(std::move(channels)), conn_(std::move(conn)) {}
+        : owned_request{std::move(r)}, exec_entry(req, {}, clock::now()),
+          command_(std::move(command)), channels_(std::move(channels)), conn_(std::move(conn)) {}
 
 private:
     void on_subscribe_refused(std::string_view text) override { refusal_ = text; }

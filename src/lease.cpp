@@ -1,6 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/lock_scripts.hpp"
-#include "detail/lock_service.hpp"
+#include "core/lock_scripts.hpp"
+#include "io/lock_service.hpp"
 #include <corolock/lease.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>

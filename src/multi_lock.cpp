@@ -2,9 +2,9 @@
 // The multi-lock sequences single-name acquisitions (`mutex`, with its waiting, wake-ups,
 // renewal and fencing) and holds their leases together; it has no script of its own. The
 // decisions it takes are in detail/multi_plan.hpp (pure).
-#include "detail/cluster_impl.hpp"
-#include "detail/lock_service.hpp"
-#include "detail/multi_plan.hpp"
+#include "io/cluster_impl.hpp"
+#include "io/lock_service.hpp"
+#include "core/multi_plan.hpp"
 #include <corolock/multi_lock.hpp>
 
 #include <boost/asio/as_tuple.hpp>

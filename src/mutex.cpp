@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/acquire_op.hpp"
-#include "detail/cluster_impl.hpp"
-#include "detail/lock_scripts.hpp"
+#include "io/acquire_op.hpp"
+#include "io/cluster_impl.hpp"
+#include "core/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>

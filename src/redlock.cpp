@@ -4,12 +4,12 @@
 // subscriptions, one timer per acquisition and per lease, and the completions. Every node
 // answers on its connection's strand; the answer is posted to the redlock's strand. See
 // doc/redlock.md.
-#include "detail/connection_impl.hpp"
-#include "detail/handler_list.hpp"
-#include "detail/lock_scripts.hpp"
-#include "detail/owner_id.hpp"
-#include "detail/redlock_fsm.hpp"
-#include "detail/redlock_scripts.hpp"
+#include "io/connection_impl.hpp"
+#include "core/handler_list.hpp"
+#include "core/lock_scripts.hpp"
+#include "io/owner_id.hpp"
+#include "core/redlock_fsm.hpp"
+#include "core/redlock_scripts.hpp"
 #include <corolock/redlock.hpp>
 
 #include <boost/asio/any_completion_executor.hpp>

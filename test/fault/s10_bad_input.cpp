@@ -16,7 +16,7 @@
 #include "common/redis_process.hpp"
 #include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
-#include "detail/lock_scripts.hpp"
+#include "core/lock_scripts.hpp"
 #include <corolock/connection.hpp> // before lease.hpp, which uses `request` without including it
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>

@@ -4,8 +4,8 @@
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/test_config.hpp"
-#include "detail/connection_impl.hpp"
-#include "detail/slot_table.hpp"
+#include "io/connection_impl.hpp"
+#include "core/slot_table.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>

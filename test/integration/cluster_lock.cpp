@@ -5,7 +5,7 @@
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/test_config.hpp"
-#include "detail/slot_table.hpp"
+#include "core/slot_table.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>

@@ -9,7 +9,7 @@
 #include "common/redis_process.hpp"
 #include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
-#include "detail/lock_scripts.hpp"
+#include "core/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
 #include <corolock/with_lock.hpp>
 

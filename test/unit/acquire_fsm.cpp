@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The decisions of one acquisition, event by event, with no server and no sleeps. Each race the
 // lock has met is a test here: the events are fed in the racy order.
-#include "detail/acquire_fsm.hpp"
+#include "core/acquire_fsm.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/backoff.hpp"
+#include "core/backoff.hpp"
 
 #include <boost/test/unit_test.hpp>
 

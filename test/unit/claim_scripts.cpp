@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/claim_scripts.hpp"
+#include "core/claim_scripts.hpp"
 
-#include "detail/owner_id.hpp"
+#include "io/owner_id.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/handler_list.hpp"
+#include "core/handler_list.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/test/unit_test.hpp>

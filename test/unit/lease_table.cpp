@@ -1,6 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The watchdog's decisions with the time passed in: renewal times, batching, losses.
-#include "detail/lease_table.hpp"
+#include "core/lease_table.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The lock layer's counters and their Prometheus text: bucketing at the edges, the snapshot's
 // consistency, the outcome and loss classification, and the exact exposition of a snapshot.
-#include "detail/lock_metrics.hpp"
+#include "core/lock_metrics.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>

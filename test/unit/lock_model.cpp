@@ -11,8 +11,8 @@
 //   - every grant nobody holds (cancelled, timed out, unknown outcome) is undone: once all is
 //     quiet, no key is left.
 // This mirrors what src/acquire_op.cpp does with the same pure pieces.
-#include "detail/acquire_fsm.hpp"
-#include "detail/waiter_queue.hpp"
+#include "core/acquire_fsm.hpp"
+#include "core/waiter_queue.hpp"
 
 #include <boost/test/unit_test.hpp>
 

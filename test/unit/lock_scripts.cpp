@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/lock_scripts.hpp"
+#include "core/lock_scripts.hpp"
 
 #include "common/wire.hpp"
 #include <corolock/mutex.hpp>

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The multi-lock's decisions with no server: the global order of the names, and what follows
 // the round that tries every name at once, for every mix of grants, holds and errors.
-#include "detail/multi_plan.hpp"
+#include "core/multi_plan.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/multiplexer.hpp"
+#include "core/multiplexer.hpp"
 
 #include <corolock/request.hpp>
 
@@ -26,7 +26,7 @@ public:
         : exec_entry(req, corolock::detail::make_adapter(resp), t) {}
     // With a bound of its own on the nodes of each reply.
     recorder(const request& req, generic_response& resp, std::size_t max_nodes)
-        : exec_entry(req, corolock::detail::make_adapter(resp, max_nodes)) {}
+        : exec_entry(req, corolock::detail::make_adapter(resp, max_nodes), clock::now()) {}
 
     int calls = 0;
     error_code ec;
@@ -168,7 +168,7 @@ BOOST_FIXTURE_TEST_CASE(refused_subscription_never_shifts_replies, fixture) {
 BOOST_FIXTURE_TEST_CASE(refused_subscription_with_ignore_fails_clearly, fixture) {
     struct ign final : exec_entry {
         explicit ign(const request& r)
-            : exec_entry(r, corolock::detail::make_adapter(corolock::ignore)) {}
+            : exec_entry(r, corolock::detail::make_adapter(corolock::ignore), clock::now()) {}
         error_code ec;
         std::string refusal;
         int calls = 0;
@@ -353,7 +353,7 @@ BOOST_FIXTURE_TEST_CASE(ignore_turns_error_reply_into_server_error, fixture) {
     struct ign final : exec_entry {
         explicit ign(const request& r)
             : exec_entry(r.payload(), r.size(), r.expected_responses(),
-                         corolock::detail::make_adapter(corolock::ignore)) {}
+                         corolock::detail::make_adapter(corolock::ignore), clock::now()) {}
         error_code ec;
         void on_complete(error_code e, std::size_t) override { ec = e; }
     };

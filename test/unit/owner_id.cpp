@@ -1,6 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // Owner ids (src/detail/owner_id): 32 lowercase hex digits from a CSPRNG, never repeated.
-#include "detail/owner_id.hpp"
+#include "io/owner_id.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -2,9 +2,9 @@
 // RedLock's decisions with no server and no sleeps: the tally and the acquisition for every
 // vote and every arrival order of N = 3 and 5, late replies, validity, the retry schedule,
 // cancellation, and the held lease's quorum extensions and release.
-#include "detail/redlock_fsm.hpp"
+#include "core/redlock_fsm.hpp"
 
-#include "detail/redlock_scripts.hpp"
+#include "core/redlock_scripts.hpp"
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // Finding the master through Sentinel, with no server: replies, the list's order, ROLE and
 // +switch-master.
-#include "detail/sentinel_resolve.hpp"
+#include "core/sentinel_resolve.hpp"
 
 #include "common/wire.hpp"
 

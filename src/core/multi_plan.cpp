@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "multi_plan.hpp"
+#include "core/multi_plan.hpp"
 
 #include <boost/asio/error.hpp>
 

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "multiplexer.hpp"
+#include "core/multiplexer.hpp"
 
 #include <boost/asio/error.hpp>
 

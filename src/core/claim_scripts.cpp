@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "claim_scripts.hpp"
+#include "core/claim_scripts.hpp"
 
 #include <stdexcept>
 

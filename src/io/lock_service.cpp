@@ -1,10 +1,10 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/lock_service.hpp"
+#include "io/lock_service.hpp"
 
-#include "detail/acquire_op.hpp"
-#include "detail/cluster_impl.hpp"
-#include "detail/lock_scripts.hpp"
-#include "detail/slot_table.hpp"
+#include "io/acquire_op.hpp"
+#include "io/cluster_impl.hpp"
+#include "core/lock_scripts.hpp"
+#include "core/slot_table.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>

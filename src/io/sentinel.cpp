@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The I/O of Sentinel support: asking the Sentinels for the master before each connect, and the
 // side subscription to +switch-master. Every decision is in detail/sentinel_resolve.
-#include "detail/connection_impl.hpp"
+#include "io/connection_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>

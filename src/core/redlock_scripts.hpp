@@ -5,7 +5,7 @@
 #ifndef COROLOCK_SRC_DETAIL_REDLOCK_SCRIPTS_HPP
 #define COROLOCK_SRC_DETAIL_REDLOCK_SCRIPTS_HPP
 
-#include "redlock_fsm.hpp"
+#include "core/redlock_fsm.hpp"
 #include <corolock/error.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>

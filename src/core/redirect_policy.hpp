@@ -5,7 +5,7 @@
 #ifndef COROLOCK_SRC_DETAIL_REDIRECT_POLICY_HPP
 #define COROLOCK_SRC_DETAIL_REDIRECT_POLICY_HPP
 
-#include "slot_table.hpp"
+#include "core/slot_table.hpp"
 #include <corolock/error.hpp>
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "sentinel_resolve.hpp"
+#include "core/sentinel_resolve.hpp"
 
 #include <algorithm>
 

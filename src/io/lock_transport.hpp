@@ -6,7 +6,7 @@
 #ifndef COROLOCK_SRC_DETAIL_LOCK_TRANSPORT_HPP
 #define COROLOCK_SRC_DETAIL_LOCK_TRANSPORT_HPP
 
-#include "connection_impl.hpp"
+#include "io/connection_impl.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 

@@ -2,9 +2,9 @@
 #ifndef COROLOCK_SRC_DETAIL_CONNECTION_IMPL_HPP
 #define COROLOCK_SRC_DETAIL_CONNECTION_IMPL_HPP
 
-#include "backoff.hpp"
-#include "multiplexer.hpp"
-#include "sentinel_resolve.hpp"
+#include "core/backoff.hpp"
+#include "core/multiplexer.hpp"
+#include "core/sentinel_resolve.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
 
@@ -420,7 +420,7 @@ class strand_call final : public exec_entry {
 public:
     strand_call(const boost::asio::any_io_executor& strand, const request& req,
                 response_adapter adapter, Done done)
-        : exec_entry(req, adapter), strand_(strand), done_(std::move(done)) {}
+        : exec_entry(req, adapter, clock::now()), strand_(strand), done_(std::move(done)) {}
 
 private:
     void on_complete(error_code ec, std::size_t) override {

@@ -27,12 +27,11 @@ public:
     using clock = std::chrono::steady_clock;
 
     exec_entry(std::string_view payload, std::size_t commands, std::size_t expected,
-               response_adapter adapter, clock::time_point enqueued = clock::now()) noexcept
+               response_adapter adapter, clock::time_point enqueued) noexcept
         : payload_(payload), commands_(commands), expected_(expected), adapter_(adapter),
           enqueued_(enqueued) {}
     // With the request's subscription guards (see request): `req` must outlive the entry.
-    exec_entry(const request& req, response_adapter adapter,
-               clock::time_point enqueued = clock::now()) noexcept
+    exec_entry(const request& req, response_adapter adapter, clock::time_point enqueued) noexcept
         : exec_entry(req.payload(), req.size(), req.expected_responses(), adapter, enqueued) {
         guards_ = req.subscription_replies();
     }

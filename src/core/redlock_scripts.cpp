@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "redlock_scripts.hpp"
+#include "core/redlock_scripts.hpp"
 
-#include "lock_scripts.hpp"
+#include "core/lock_scripts.hpp"
 
 namespace corolock::detail {
 

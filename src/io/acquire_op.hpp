@@ -2,7 +2,7 @@
 #ifndef COROLOCK_SRC_DETAIL_ACQUIRE_OP_HPP
 #define COROLOCK_SRC_DETAIL_ACQUIRE_OP_HPP
 
-#include "lock_service.hpp"
+#include "io/lock_service.hpp"
 
 #include <boost/asio/any_completion_executor.hpp>
 

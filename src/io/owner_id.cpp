@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "owner_id.hpp"
+#include "io/owner_id.hpp"
 
 #include <openssl/rand.h>
 #include <stdexcept>

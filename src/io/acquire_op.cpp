@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/acquire_op.hpp"
+#include "io/acquire_op.hpp"
 
-#include "detail/lock_scripts.hpp"
+#include "core/lock_scripts.hpp"
 
 #include <algorithm>
 

@@ -5,14 +5,14 @@
 #ifndef COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
-#include "acquire_fsm.hpp"
-#include "connection_impl.hpp"
-#include "handler_list.hpp"
-#include "lease_table.hpp"
-#include "lock_metrics.hpp"
-#include "lock_transport.hpp"
-#include "owner_id.hpp"
-#include "waiter_queue.hpp"
+#include "core/acquire_fsm.hpp"
+#include "io/connection_impl.hpp"
+#include "core/handler_list.hpp"
+#include "core/lease_table.hpp"
+#include "core/lock_metrics.hpp"
+#include "io/lock_transport.hpp"
+#include "io/owner_id.hpp"
+#include "core/waiter_queue.hpp"
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 

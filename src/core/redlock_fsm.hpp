@@ -6,7 +6,7 @@
 #ifndef COROLOCK_SRC_DETAIL_REDLOCK_FSM_HPP
 #define COROLOCK_SRC_DETAIL_REDLOCK_FSM_HPP
 
-#include "backoff.hpp"
+#include "core/backoff.hpp"
 #include <corolock/error.hpp>
 
 #include <boost/asio/error.hpp>

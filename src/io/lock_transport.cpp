@@ -1,8 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "detail/lock_transport.hpp"
+#include "io/lock_transport.hpp"
 
-#include "detail/cluster_impl.hpp"
-#include "detail/slot_table.hpp"
+#include "io/cluster_impl.hpp"
+#include "core/slot_table.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>

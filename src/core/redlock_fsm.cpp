@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "redlock_fsm.hpp"
+#include "core/redlock_fsm.hpp"
 
 #include <algorithm>
 #include <ostream>

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "slot_table.hpp"
+#include "core/slot_table.hpp"
 
 #include <algorithm>
 #include <charconv>
