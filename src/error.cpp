@@ -101,6 +101,8 @@ const char* describe(error e) noexcept {
         return "the server named by Sentinel is not a master";
     case error::replicas_not_synced:
         return "fewer replicas than required acknowledged the write";
+    case error::failover_in_progress:
+        return "Sentinel is failing the master over; waiting for the new master";
     }
     return "unknown corolock error";
 }
@@ -124,7 +126,8 @@ public:
         if (in(e, error::server_error, error::no_replicas))
             return make_error_condition(condition::server_failure);
         if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached ||
-            in(e, error::sentinel_resolve_failed, error::role_check_failed))
+            in(e, error::sentinel_resolve_failed, error::role_check_failed) ||
+            e == error::failover_in_progress)
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);

@@ -119,12 +119,16 @@ namespace {
 template <class Owner>
 std::shared_ptr<lock_service> service_of(Owner& c) {
     return std::static_pointer_cast<lock_service>(
-        c.lock_service([&c](std::function<void()>& on_stop) {
+        c.lock_service([&c](std::function<void()>& on_stop, std::function<void()>& on_reconnect) {
             auto svc = make_abandonable<lock_service>(
                 c.executor(), lock_transport(c.shared_from_this()).borrowed());
             on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
                 if (auto s = weak.lock())
                     s->on_connection_stopped();
+            };
+            on_reconnect = [weak = std::weak_ptr<lock_service>(svc)] {
+                if (auto s = weak.lock())
+                    s->renew_all_now();
             };
             return svc;
         }));
@@ -538,6 +542,13 @@ void lock_service::abandon() noexcept {
     }
     acquires.clear();
     waits.clear();
+}
+
+void lock_service::renew_all_now() {
+    // A lease the server does not have (granted on a master that a failover replaced) is then
+    // reported lost within a round trip of the reconnection, not at its next lease/3 tick.
+    table_.renew_all_now(clock::now());
+    replan(clock::time_point::min());
 }
 
 void lock_service::on_connection_stopped() {

@@ -82,6 +82,9 @@ enum class error {
 
     // Replica acknowledgement (lock_lost)
     replicas_not_synced, ///< WAIT saw fewer replicas than mutex_options::replica_sync asks
+
+    // Sentinel, continued (condition::connection_failure)
+    failover_in_progress, ///< Sentinel is failing the master over: it is not used meanwhile
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

@@ -6,8 +6,8 @@
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
 #include "acquire_fsm.hpp"
-#include "handler_list.hpp"
 #include "connection_impl.hpp"
+#include "handler_list.hpp"
 #include "lease_table.hpp"
 #include "lock_metrics.hpp"
 #include "lock_transport.hpp"
@@ -130,6 +130,8 @@ public:
     void cancel_wait_lost(lease_state& s, std::uint64_t id);
 
     void on_connection_stopped();
+    // The connection came up again (strand): every watchdog lease is renewed now.
+    void renew_all_now();
     // The execution context is shutting down (abandon_at_shutdown): destroys, never invokes, the
     // handlers of pending acquires and of waits for loss, which may hold what holds them (a
     // coroutine owning its mutex or its lease).
