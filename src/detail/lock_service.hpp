@@ -102,6 +102,11 @@ struct lease_access {
     }
 };
 
+// replica_sync asks only the replicas the master has (ROLE follows the WAIT).
+inline bool count_connected(const lock_spec& spec) noexcept {
+    return spec.opts.replica_sync.on_shortfall == replica_sync::shortfall::count_connected;
+}
+
 // "corolock: lock 'name': ", the start of every line the lock layer logs about one lock.
 std::string describe(const lock_spec& spec);
 
