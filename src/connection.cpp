@@ -274,8 +274,10 @@ connection_impl::connection_impl(asio::any_io_executor ex, asio::ssl::context* t
       cfg_(std::move(cfg)), log_(std::move(log)), mpx_(cfg_.max_reply_nodes), parser_(cfg_.limits),
       writer_timer_(strand_), reaper_timer_(strand_), sleep_timer_(strand_),
       rng_(std::random_device{}()) {
-    if (!cfg_.sentinel.addresses.empty())
+    if (!cfg_.sentinel.addresses.empty()) {
         sentinels_.emplace(cfg_.sentinel.addresses);
+        failover_.emplace(cfg_.sentinel.master_name, cfg_.sentinel.failover_hold);
+    }
 }
 
 void connection_impl::abandon() noexcept {
@@ -332,7 +334,7 @@ void connection_impl::start_run(asio::any_completion_handler<void(error_code)> h
         self->stopped_ = false;
         auto body = [](std::shared_ptr<connection_impl> self) -> awaitable<error_code> {
             if (self->uses_sentinel() && self->cfg_.sentinel.follow_switch_master) {
-                auto r = co_await (self->run() || self->reaper() || self->watch_switch_master());
+                auto r = co_await (self->run() || self->reaper() || self->watch_sentinels());
                 co_return r.index() == 0 ? std::get<0>(r)
                                          : error_code(asio::error::operation_aborted);
             }
@@ -706,10 +708,18 @@ void connection_impl::on_connected() {
             channels.push_back(channel);
     if (!channels.empty())
         queue_subscribe(subscribe_command(), channels, true);
-    if (reconnect)
+    if (reconnect) {
         for (auto& [channel, ls] : listeners_)
             for (auto& l : std::vector(ls))
                 l->on_reconnect();
+        std::function<void()> hook;
+        {
+            std::lock_guard<std::mutex> g(lock_service_mutex_);
+            hook = reconnect_hook_;
+        }
+        if (hook)
+            hook();
+    }
     notify_writer();
     reaper_timer_.cancel();
 }

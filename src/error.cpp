@@ -109,6 +109,8 @@ const char* describe(error e) noexcept {
     case error::blocking_command:
         return "a blocking command on a connection that carries leases would delay their "
                "renewals: refused (see connection_config::allow_blocking_commands)";
+    case error::failover_in_progress:
+        return "Sentinel is failing the master over; waiting for the new master";
     }
     return "unknown corolock error";
 }
@@ -133,7 +135,8 @@ public:
             return make_error_condition(condition::server_failure);
         if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached ||
             e == error::server_timeout ||
-            in(e, error::sentinel_resolve_failed, error::role_check_failed))
+            in(e, error::sentinel_resolve_failed, error::role_check_failed) ||
+            e == error::failover_in_progress)
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);

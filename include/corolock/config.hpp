@@ -38,13 +38,25 @@ struct sentinel_config {
     std::chrono::steady_clock::duration connect_timeout = std::chrono::milliseconds(500);
     /// HELLO + SENTINEL GET-MASTER-ADDR-BY-NAME + SENTINEL SENTINELS must be answered within this.
     std::chrono::steady_clock::duration request_timeout = std::chrono::seconds(1);
-    /// Keep a small side connection to a Sentinel subscribed to `+switch-master`: a switch that
-    /// names our master drops the master connection at once (requests written to it fail with
-    /// `connection_lost`, queued ones go to the new master), instead of waiting for Sentinel to
-    /// demote the old master (about 10 s for a paused one). The side connection sends PING every
-    /// `connection_config::health_check_interval` and moves to the next Sentinel when one has
-    /// said nothing for one and a half intervals (a paused Sentinel, a dead link).
+    /// Keep small side connections to the Sentinels (one per bootstrap address, each on a
+    /// different Sentinel) subscribed to `+switch-master` and to the failover announcements: a
+    /// switch that names our master drops the master connection at once (requests written to
+    /// it fail with `connection_lost`, queued ones go to the new master), instead of waiting for
+    /// Sentinel to demote the old master (about 10 s for a paused one); so does the first
+    /// announcement of a failover of our master (see `failover_hold`). Each side connection
+    /// sends PING every `connection_config::health_check_interval` and moves to another
+    /// Sentinel when its own has said nothing for one and a half intervals (a paused Sentinel,
+    /// a dead link).
     bool follow_switch_master = true;
+    /// With `follow_switch_master`: from a Sentinel's first announcement of a failover of our
+    /// master (`+try-failover`, `+failover-state-*`, ...) until a new master is named or that
+    /// Sentinel aborts, nothing is written to the master: the connection is dropped and does not
+    /// connect there again (`error::failover_in_progress`; requests wait in the queue). After
+    /// `+switch-master` the old master is avoided too, even when a Sentinel not yet told still
+    /// names it. Either lasts at most this long (0: off; only `+switch-master` moves the
+    /// connection). Without it a planned `SENTINEL FAILOVER` lets the old master grant for about
+    /// 1 s after the replica's promotion, and those grants vanish (doc/sentinel.md).
+    std::chrono::steady_clock::duration failover_hold = std::chrono::seconds(10);
 };
 
 /// Settings of one connection. A zero duration turns its feature off, as the comment says.

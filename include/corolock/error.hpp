@@ -88,6 +88,9 @@ enum class error {
                       ///< stalled or unreachable (connection_failure)
     blocking_command, ///< a blocking command on a connection that carries leases, which would
                       ///< delay their renewals (invalid_argument)
+
+    // Sentinel, continued (condition::connection_failure)
+    failover_in_progress, ///< Sentinel is failing the master over: it is not used meanwhile
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

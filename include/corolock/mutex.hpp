@@ -30,10 +30,25 @@ struct mutex_core;
 /// window in which a failover loses a grant; it cannot close it (replication stays
 /// asynchronous): see doc/design.md, "Replica acknowledgement".
 struct replica_sync {
+    /// What to do when the master has fewer connected replicas than `replicas`.
+    enum class shortfall {
+        /// Refuse every grant and renewal (`replicas_not_synced`): nothing stands on fewer
+        /// copies than asked. Under Sentinel this turns each failover into an outage until the
+        /// old master has resynced as the new one's replica (15-22 s measured, doc/sentinel.md).
+        refuse,
+        /// Ask only the replicas the master has (`ROLE` follows the WAIT): all of them must
+        /// acknowledge, and with none the grant stands on the master alone, as without
+        /// replica_sync. While the master has fewer, each WAIT blocks the connection for its
+        /// full `timeout`.
+        count_connected,
+    };
     /// Replicas that must acknowledge (0: off; at most 1000).
     int replicas = 0;
     /// How long WAIT may block (1 ms up to half the lease, when replicas > 0).
     std::chrono::steady_clock::duration timeout = std::chrono::milliseconds(100);
+    /// With fewer connected replicas than `replicas` (a watchdog batch that mixes both settings
+    /// is treated as `refuse`).
+    shortfall on_shortfall = shortfall::refuse;
 };
 
 /// Policy of the acquisitions made through one mutex. A zero duration turns its feature off, as

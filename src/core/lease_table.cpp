@@ -93,4 +93,10 @@ void lease_table::on_renew_failed(lease_watch& w, clock::time_point now) noexcep
     w.next_renewal = now + std::min<clock::duration>(w.lease / 10, std::chrono::seconds(1));
 }
 
+void lease_table::renew_all_now(clock::time_point now) noexcept {
+    for (auto* w : watched_)
+        if (w->watchdog && !w->renew_in_flight)
+            w->next_renewal = std::min(w->next_renewal, now);
+}
+
 } // namespace corolock::detail

@@ -71,6 +71,10 @@ public:
                           std::int64_t acks = std::numeric_limits<std::int64_t>::max()) noexcept;
     // The renewal's outcome is unknown (an error): try again soon; the deadline decides.
     void on_renew_failed(lease_watch& w, clock::time_point now) noexcept;
+    // The connection came up again, perhaps on another server (a Sentinel failover, a restart):
+    // every watchdog lease not being renewed is due at `now`, so that one that server does not
+    // have is reported lost within a round trip instead of at its next lease/3 tick.
+    void renew_all_now(clock::time_point now) noexcept;
 
 private:
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);

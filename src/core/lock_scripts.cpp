@@ -208,18 +208,52 @@ error_code decode_renew(const generic_response& resp, std::vector<bool>& out) {
     return {};
 }
 
-void add_wait(request& req, std::string_view replicas, std::string_view ms) {
-    if (!replicas.empty())
-        req.push("WAIT", replicas, ms);
+void add_wait(request& req, std::string_view replicas, std::string_view ms, bool count_connected) {
+    if (replicas.empty())
+        return;
+    req.push("WAIT", replicas, ms);
+    if (count_connected)
+        req.push("ROLE");
 }
 
-std::int64_t take_wait_reply(generic_response& resp) {
+namespace {
+
+// The WAIT reply at the end of `resp`, removed (-1: failed or missing).
+std::int64_t pop_wait(generic_response& resp) {
     if (resp.empty() || resp.back().depth != 0)
         return -1;
     std::int64_t acks = -1;
     if (!parse_int(resp.back(), acks) || acks < 0)
         acks = -1;
     resp.pop_back();
+    return acks;
+}
+
+} // namespace
+
+std::int64_t take_wait_reply(generic_response& resp, bool count_connected, int wanted) {
+    std::int64_t connected = -1;
+    if (count_connected) {
+        // ROLE of a master: ["master", offset, [[ip, port, offset], ...]].
+        std::size_t r = resp.size();
+        while (r > 0 && resp[r - 1].depth != 0)
+            --r;
+        if (r == 0)
+            return -1;
+        --r;
+        std::size_t third = 0;
+        for (std::size_t i = r + 1, k = 0; i < resp.size(); ++i)
+            if (resp[i].depth == 1 && ++k == 3)
+                third = i;
+        if (resp[r].data_type == resp3::type::array && resp.size() > r + 1 &&
+            resp[r + 1].value == "master" && third != 0 &&
+            resp[third].data_type == resp3::type::array)
+            connected = static_cast<std::int64_t>(resp[third].aggregate_size);
+        resp.erase(resp.begin() + static_cast<std::ptrdiff_t>(r), resp.end());
+    }
+    const auto acks = pop_wait(resp);
+    if (connected >= 0 && connected < wanted && acks >= connected)
+        return wanted;
     return acks;
 }
 

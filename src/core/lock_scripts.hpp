@@ -60,11 +60,16 @@ error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
 error_code decode_integer(const generic_response& resp, std::int64_t& out);
 
 // Appends `WAIT replicas ms` behind a script call (replica_sync); nothing when `replicas` is
-// empty.
-void add_wait(request& req, std::string_view replicas, std::string_view ms);
+// empty. `count_connected` (replica_sync::shortfall::count_connected): `ROLE` follows, to
+// count the replicas the master has.
+void add_wait(request& req, std::string_view replicas, std::string_view ms,
+              bool count_connected = false);
 // The last reply of `resp` is WAIT's: removes it and returns the replicas it counted, or -1
-// when WAIT failed (an error such as -UNBLOCKED, or a reply of another shape).
-std::int64_t take_wait_reply(generic_response& resp);
+// when WAIT failed (an error such as -UNBLOCKED, or a reply of another shape). With
+// `count_connected` the last reply is ROLE's, after WAIT's: both are removed, and when the
+// master has fewer connected replicas than `wanted` and WAIT counted every one of them, the
+// result is `wanted` (the requirement is met).
+std::int64_t take_wait_reply(generic_response& resp, bool count_connected = false, int wanted = 0);
 
 // Wraps a Lua body into a fenced script: KEYS[1] = lock name, KEYS[2] = fence key, ARGV[1] =
 // token; the body sees its own KEYS and ARGV (the rest).

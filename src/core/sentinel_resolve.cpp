@@ -130,21 +130,178 @@ std::optional<address> parse_switch_master(std::string_view payload, std::string
     return address{std::string(words[3]), std::string(words[4])};
 }
 
+namespace {
+
+// Up to `N` words of `payload`, split at spaces; the count is N + 1 when there are more.
+template <std::size_t N>
+std::size_t split_words(std::string_view payload, std::string_view (&words)[N]) {
+    std::size_t n = 0;
+    while (!payload.empty()) {
+        const auto sp = payload.find(' ');
+        const auto w = payload.substr(0, sp);
+        if (!w.empty()) {
+            if (n == N)
+                return N + 1;
+            words[n++] = w;
+        }
+        payload = sp == std::string_view::npos ? std::string_view{} : payload.substr(sp + 1);
+    }
+    return n;
+}
+
+// The master an instance event is about: "master <name> <ip> <port> ..." or
+// "<type> <name> <ip> <port> @ <master name> <master ip> <master port> ...".
+struct event_master {
+    std::string_view name;
+    address master;
+};
+std::optional<event_master> parse_event(std::string_view payload) {
+    std::string_view w[12];
+    const auto n = split_words(payload, w);
+    if (n >= 4 && w[0] == "master" && valid_port(w[3]))
+        return event_master{w[1], {std::string(w[2]), std::string(w[3])}};
+    if (n >= 8 && w[4] == "@" && valid_port(w[7]))
+        return event_master{w[5], {std::string(w[6]), std::string(w[7])}};
+    return std::nullopt;
+}
+
+// Channels whose message says a failover of the master it names has started or goes on.
+constexpr std::string_view progress_channels[] = {
+    "+try-failover",
+    "+elected-leader",
+    "+failover-state-select-slave",
+    "+selected-slave",
+    "+failover-state-send-slaveof-noone",
+    "+failover-state-wait-promotion",
+    "+promoted-slave",
+    "+failover-state-reconf-slaves",
+    "+failover-end-for-timeout",
+    "+failover-end",
+};
+constexpr std::string_view abort_channels[] = {
+    "-failover-abort-not-elected",
+    "-failover-abort-no-good-slave",
+    "-failover-abort-slave-timeout",
+};
+constexpr std::string_view all_channels[] = {
+    "+switch-master",
+    "+try-failover",
+    "+elected-leader",
+    "+failover-state-select-slave",
+    "+selected-slave",
+    "+failover-state-send-slaveof-noone",
+    "+failover-state-wait-promotion",
+    "+promoted-slave",
+    "+failover-state-reconf-slaves",
+    "+failover-end-for-timeout",
+    "+failover-end",
+    "-failover-abort-not-elected",
+    "-failover-abort-no-good-slave",
+    "-failover-abort-slave-timeout",
+};
+
+template <std::size_t N>
+bool one_of(std::string_view c, const std::string_view (&set)[N]) {
+    return std::find(std::begin(set), std::end(set), c) != std::end(set);
+}
+
+} // namespace
+
+std::span<const std::string_view> failover_watch::channels() noexcept {
+    return all_channels;
+}
+
+failover_watch::action failover_watch::on_message(std::string_view source, std::string_view channel,
+                                                  std::string_view payload, const address& current,
+                                                  bool connected, clock::time_point now) {
+    const bool on = hold_ > clock::duration::zero();
+    const auto until =
+        clock::time_point::max() - now > hold_ ? now + hold_ : clock::time_point::max();
+    if (channel == "+switch-master") {
+        std::string_view w[5];
+        if (split_words(payload, w) != 5 || w[0] != name_ || !valid_port(w[2]) || !valid_port(w[4]))
+            return action::none;
+        address from{std::string(w[1]), std::string(w[2])};
+        address to{std::string(w[3]), std::string(w[4])};
+        // That failover is over, wherever it was announced; the master it left stays unused.
+        std::erase_if(failing_, [&](const auto& f) { return f.second.master == from; });
+        if (on && from != to)
+            replaced_ = hold{from, until};
+        if (replaced_ && replaced_->master == to)
+            replaced_.reset(); // switched back
+        to_ = to;
+        return connected && current == to ? action::none : action::drop;
+    }
+    if (!on)
+        return action::none;
+    const bool progress = one_of(channel, progress_channels);
+    if (!progress && !one_of(channel, abort_channels))
+        return action::none;
+    const auto e = parse_event(payload);
+    if (!e || e->name != name_)
+        return action::none;
+    if (!progress) {
+        // This Sentinel gave up (another may still lead a failover: its own hold stays).
+        if (auto it = failing_.find(source); it != failing_.end() && it->second.master == e->master)
+            failing_.erase(it);
+        return action::none;
+    }
+    if (auto it = failing_.find(source); it != failing_.end())
+        it->second = hold{e->master, until};
+    else
+        failing_.emplace(std::string(source), hold{e->master, until});
+    return connected && current == e->master ? action::drop : action::none;
+}
+
+std::ostream& operator<<(std::ostream& os, failover_watch::action a) {
+    return os << (a == failover_watch::action::drop ? "drop" : "none");
+}
+
+bool failover_watch::usable(const address& master, clock::time_point now) const {
+    if (replaced_ && replaced_->master == master && now < replaced_->until)
+        return false;
+    for (const auto& [source, h] : failing_)
+        if (h.master == master && now < h.until)
+            return false;
+    return true;
+}
+
+std::optional<address> pick_watch_target(const std::vector<address>& list,
+                                         const std::vector<std::optional<address>>& watching,
+                                         std::size_t self, std::size_t from) {
+    if (list.empty())
+        return std::nullopt;
+    for (std::size_t k = 0; k < list.size(); ++k) {
+        const auto& a = list[(from + k) % list.size()];
+        bool taken = false;
+        for (std::size_t i = 0; i < watching.size(); ++i)
+            taken = taken || (i != self && watching[i] && *watching[i] == a);
+        if (!taken)
+            return a;
+    }
+    return list[from % list.size()];
+}
+
 sentinel_list::sentinel_list(std::vector<address> bootstrap)
     : bootstrap_(std::move(bootstrap)), list_(bootstrap_) {}
 
 void sentinel_list::start_round() noexcept {
     pos_ = 0;
     unknown_ = false;
+    unusable_ = false;
 }
 
 const address* sentinel_list::next() noexcept {
     return pos_ < list_.size() ? &list_[pos_++] : nullptr;
 }
 
-bool sentinel_list::on_answer(const sentinel_answer& a) {
+bool sentinel_list::on_answer(const sentinel_answer& a, bool usable) {
     if (a.ec) {
         unknown_ = unknown_ || a.ec == error::sentinel_unknown_master;
+        return false;
+    }
+    if (!usable) {
+        unusable_ = true; // a Sentinel not yet told of the switch, or a failover under way
         return false;
     }
     std::vector<address> next;
@@ -163,6 +320,8 @@ bool sentinel_list::on_answer(const sentinel_answer& a) {
 }
 
 error_code sentinel_list::failure() const noexcept {
+    if (unusable_)
+        return error::failover_in_progress;
     return unknown_ ? error::sentinel_unknown_master : error::sentinel_resolve_failed;
 }
 

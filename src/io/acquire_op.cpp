@@ -17,7 +17,7 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
     req_ = connection::make_evalsha(acquire_script(), keys, args);
     // In the same write as the script: WAIT counts the replicas that have the grant.
-    add_wait(req_, spec().wait_replicas, spec().wait_ms);
+    add_wait(req_, spec().wait_replicas, spec().wait_ms, count_connected(spec()));
     resp_.reserve(4); // the reply's shape: an array of two integers (then WAIT's integer)
 }
 
@@ -81,7 +81,7 @@ void acquire_op::on_reply(error_code ec) {
     attempt_reply r;
     acquire_reply ar;
     if (!ec && !spec().wait_replicas.empty())
-        r.acks = take_wait_reply(resp_);
+        r.acks = take_wait_reply(resp_, count_connected(spec()), spec().opts.replica_sync.replicas);
     if (ec == error::connection_lost) {
         r.what = attempt_reply::kind::unknown;
         r.ec = ec;

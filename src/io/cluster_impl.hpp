@@ -66,8 +66,10 @@ public:
     template <class Make>
     std::shared_ptr<void> lock_service(Make make) {
         std::lock_guard<std::mutex> g(lock_service_mutex_);
-        if (!lock_service_)
-            lock_service_ = make(stop_hook_);
+        if (!lock_service_) {
+            std::function<void()> reconnect; // a node's reconnection is not reported (yet)
+            lock_service_ = make(stop_hook_, reconnect);
+        }
         return lock_service_;
     }
     std::shared_ptr<void> existing_lock_service() {

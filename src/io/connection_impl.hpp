@@ -252,13 +252,15 @@ public:
     std::size_t push_buffer_size() const noexcept { return cfg_.push_buffer_size; }
     void count_dropped_push() noexcept { pushes_dropped_.fetch_add(1, std::memory_order_relaxed); }
 
-    // The lock layer's per-connection state, created on first use by `make(hook)` (any
-    // thread), which may also set `hook`: called on the strand when async_run ends for good.
+    // The lock layer's per-connection state, created on first use by `make(stop, reconnect)`
+    // (any thread), which may also set the hooks: `stop` is called on the strand when async_run
+    // ends for good, `reconnect` on the strand after each reconnection (before anything queued
+    // is written: the server may be another one, or have restarted).
     template <class Make>
     std::shared_ptr<void> lock_service(Make make) {
         std::lock_guard<std::mutex> g(lock_service_mutex_);
         if (!lock_service_)
-            lock_service_ = make(stop_hook_);
+            lock_service_ = make(stop_hook_, reconnect_hook_);
         return lock_service_;
     }
     void run_stop_hook() {
@@ -309,9 +311,12 @@ private:
     bool uses_sentinel() const noexcept { return sentinels_.has_value(); }
     boost::asio::awaitable<resolved> resolve_master();
     boost::asio::awaitable<sentinel_answer> ask_sentinel(const address& sentinel);
-    // The side subscription to +switch-master; returns only when cancelled.
-    boost::asio::awaitable<void> watch_switch_master();
-    void on_switch_master(const address& new_master);
+    // The side subscriptions to +switch-master and the failover announcements, one per
+    // bootstrap Sentinel (watches [first, watching_.size())); return only when cancelled.
+    boost::asio::awaitable<void> watch_sentinels(std::size_t first = 0);
+    boost::asio::awaitable<void> watch_sentinel(std::size_t self);
+    void on_sentinel_message(const address& from, std::string_view channel,
+                             std::string_view payload);
     // A reply said the server is not a writable master (READONLY, MASTERDOWN).
     static bool demoted_reply(std::string_view error_text) noexcept;
 
@@ -375,10 +380,13 @@ public:
 
 private:
     std::function<void()> stop_hook_;
+    std::function<void()> reconnect_hook_;
     std::function<void()> connect_failure_hook_;
 
-    std::optional<sentinel_list> sentinels_; // with connection_config::sentinel on
-    address master_;                         // where the current (or last) connect went
+    std::optional<sentinel_list> sentinels_;       // with connection_config::sentinel on
+    std::optional<failover_watch> failover_;       // what the Sentinels announce (with sentinels_)
+    std::vector<std::optional<address>> watching_; // the Sentinel each watch is on
+    address master_;                               // where the current (or last) connect went
     bool demoted_ = false; // a reply just said READONLY/MASTERDOWN: drop after it is read
 
     std::atomic<std::uint64_t> commands_{0}, writes_{0}, bytes_written_{0}, bytes_read_{0},

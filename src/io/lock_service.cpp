@@ -139,12 +139,16 @@ namespace {
 template <class Owner>
 std::shared_ptr<lock_service> service_of(Owner& c) {
     return std::static_pointer_cast<lock_service>(
-        c.lock_service([&c](std::function<void()>& on_stop) {
+        c.lock_service([&c](std::function<void()>& on_stop, std::function<void()>& on_reconnect) {
             auto svc = make_abandonable<lock_service>(
                 c.executor(), lock_transport(c.shared_from_this()).borrowed());
             on_stop = [weak = std::weak_ptr<lock_service>(svc)] {
                 if (auto s = weak.lock())
                     s->on_connection_stopped();
+            };
+            on_reconnect = [weak = std::weak_ptr<lock_service>(svc)] {
+                if (auto s = weak.lock())
+                    s->renew_all_now();
             };
             return svc;
         }));
@@ -380,15 +384,16 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->lease_ms};
     auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
-    add_wait(call->req, s->spec->wait_replicas, s->spec->wait_ms);
+    add_wait(call->req, s->spec->wait_replicas, s->spec->wait_ms, count_connected(*s->spec));
     const auto sent = clock::now();
     io_.eval(
         renew_script(), s->spec->name, call->req, call->resp,
         [self = shared_from_this(), s, call, sent, done = std::move(done)](error_code ec) mutable {
             std::vector<bool> renewed;
-            const std::int64_t acks = !ec && s->replicas > 0
-                                          ? take_wait_reply(call->resp)
-                                          : std::numeric_limits<std::int64_t>::max();
+            const std::int64_t acks =
+                !ec && s->replicas > 0
+                    ? take_wait_reply(call->resp, count_connected(*s->spec), s->replicas)
+                    : std::numeric_limits<std::int64_t>::max();
             if (!ec)
                 ec = decode_renew(call->resp, renewed);
             if (!ec && renewed.size() != 1)
@@ -491,7 +496,10 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     args.reserve(2 * batch.size());
     // One WAIT for the batch, as strict as its strictest lease: each lease checks its own count.
     const lock_spec* strictest = nullptr;
+    bool count = true; // every lease asks only the replicas the master has
     for (auto& s : batch) {
+        if (s->spec->opts.replica_sync.replicas > 0)
+            count = count && count_connected(*s->spec);
         keys.push_back(s->spec->name);
         args.push_back(s->owner_view());
         args.push_back(s->spec->lease_ms);
@@ -503,14 +511,15 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     }
     auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
     if (strictest)
-        add_wait(call->req, strictest->wait_replicas, strictest->wait_ms);
+        add_wait(call->req, strictest->wait_replicas, strictest->wait_ms, count);
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
     const std::string_view route_key = batch.front()->spec->name; // before batch moves
     const bool several = batch.size() > 1;
     io_.eval(
         renew_script(), route_key, call->req, call->resp,
         [self = shared_from_this(), batch = std::move(batch), call, sent,
-         waited = strictest != nullptr](error_code ec) {
+         waited = strictest != nullptr, count,
+         wanted = strictest ? strictest->opts.replica_sync.replicas : 0](error_code ec) {
             // TRYAGAIN (a cluster): the batch's slot is being migrated and its keys are split
             // between the two nodes. Each lease alone: an ASK takes the moved ones to the
             // importing node, the others run where they are.
@@ -524,7 +533,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
             if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
                 self->stats_.renewal_rtt.observe(now - sent); // answered, if only with an error
             std::vector<bool> renewed;
-            const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp)
+            const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp, count, wanted)
                                                     : std::numeric_limits<std::int64_t>::max();
             if (!ec)
                 ec = decode_renew(call->resp, renewed);
@@ -597,6 +606,13 @@ void lock_service::abandon() noexcept {
     }
     acquires.clear();
     waits.clear();
+}
+
+void lock_service::renew_all_now() {
+    // A lease the server does not have (granted on a master that a failover replaced) is then
+    // reported lost within a round trip of the reconnection, not at its next lease/3 tick.
+    table_.renew_all_now(clock::now());
+    replan(clock::time_point::min());
 }
 
 void lock_service::on_connection_stopped() {

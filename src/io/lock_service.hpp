@@ -102,6 +102,11 @@ struct lease_access {
     }
 };
 
+// replica_sync asks only the replicas the master has (ROLE follows the WAIT).
+inline bool count_connected(const lock_spec& spec) noexcept {
+    return spec.opts.replica_sync.on_shortfall == replica_sync::shortfall::count_connected;
+}
+
 // "corolock: lock 'name': ", the start of every line the lock layer logs about one lock.
 std::string describe(const lock_spec& spec);
 
@@ -130,6 +135,8 @@ public:
     void cancel_wait_lost(lease_state& s, std::uint64_t id);
 
     void on_connection_stopped();
+    // The connection came up again (strand): every watchdog lease is renewed now.
+    void renew_all_now();
     // The execution context is shutting down (abandon_at_shutdown): destroys, never invokes, the
     // handlers of pending acquires and of waits for loss, which may hold what holds them (a
     // coroutine owning its mutex or its lease).

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The I/O of Sentinel support: asking the Sentinels for the master before each connect, and the
-// side subscription to +switch-master. Every decision is in detail/sentinel_resolve.
+// side subscriptions to +switch-master and the failover announcements. Every decision is in
+// core/sentinel_resolve.
 #include "io/connection_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -167,7 +168,12 @@ awaitable<connection_impl::resolved> connection_impl::resolve_master() {
         if (a.ec && log_.enabled(logger::level::debug))
             log_.log(logger::level::debug,
                      "sentinel " + describe(sentinel) + ": " + a.ec.message());
-        if (list.on_answer(a)) {
+        const bool usable = a.ec || failover_->usable(a.master, clock::now());
+        if (!usable && log_.enabled(logger::level::info))
+            log_.log(logger::level::info, "sentinel " + describe(sentinel) + " names " +
+                                              describe(a.master) +
+                                              ", which is being failed over; asking the next");
+        if (list.on_answer(a, usable)) {
             resolves_.fetch_add(1, std::memory_order_relaxed);
             if (log_.enabled(logger::level::info))
                 log_.log(logger::level::info, "sentinel " + describe(sentinel) + ": master '" +
@@ -179,27 +185,56 @@ awaitable<connection_impl::resolved> connection_impl::resolve_master() {
     co_return resolved{list.failure(), {}};
 }
 
-void connection_impl::on_switch_master(const address& to) {
-    if (to == master_ && connected_)
-        return; // already there (a late or repeated message)
-    master_switches_.fetch_add(1, std::memory_order_relaxed);
-    if (log_.enabled(logger::level::warning))
-        log_.log(logger::level::warning, "sentinel: +switch-master '" + cfg_.sentinel.master_name +
-                                             "' to " + describe(to) +
-                                             "; dropping the connection to " + describe(master_));
+void connection_impl::on_sentinel_message(const address& from, std::string_view channel,
+                                          std::string_view payload) {
+    const auto act =
+        failover_->on_message(describe(from), channel, payload, master_, connected_, clock::now());
+    if (channel == "+switch-master") {
+        // A connect attempt may be backing off after failover_in_progress: try the new master
+        // now.
+        sleep_timer_.cancel();
+        if (act != failover_watch::action::drop)
+            return; // already there (a late or repeated message), or not our master
+        master_switches_.fetch_add(1, std::memory_order_relaxed);
+        if (log_.enabled(logger::level::warning))
+            log_.log(logger::level::warning,
+                     "sentinel: +switch-master '" + cfg_.sentinel.master_name + "' to " +
+                         describe(*failover_->switched_to()) + "; dropping the connection to " +
+                         describe(master_));
+    } else {
+        if (act != failover_watch::action::drop)
+            return;
+        if (log_.enabled(logger::level::warning))
+            log_.log(logger::level::warning,
+                     "sentinel " + describe(from) + ": " + std::string(channel) + " of '" +
+                         cfg_.sentinel.master_name + "'; dropping the connection to " +
+                         describe(master_) + " until the failover ends");
+    }
     // The reader and writer fail on the closed socket: written requests fail with
     // connection_lost, waiting ones stay queued, and the next connect resolves again.
     stream_.close();
 }
 
-awaitable<void> connection_impl::watch_switch_master() {
+awaitable<void> connection_impl::watch_sentinels(std::size_t first) {
+    if (first == 0)
+        watching_.assign(std::max<std::size_t>(cfg_.sentinel.addresses.size(), 1), std::nullopt);
+    // One watch per entry, all at once: `||` ends only when every branch is cancelled.
+    if (first + 1 >= watching_.size())
+        co_return co_await watch_sentinel(first);
+    co_await (watch_sentinel(first) || watch_sentinels(first + 1));
+}
+
+awaitable<void> connection_impl::watch_sentinel(std::size_t self) {
     const auto& sc = cfg_.sentinel;
     backoff wait(std::chrono::milliseconds(100), std::chrono::seconds(2));
-    std::size_t next = 0;
+    std::size_t next = self;
     asio::steady_timer sleep(strand_);
     for (;;) {
-        const auto list = sentinels_->current();
-        const address where = list[next++ % list.size()];
+        const auto target = pick_watch_target(sentinels_->current(), watching_, self, next++);
+        if (!target)
+            co_return;
+        const address where = *target;
+        watching_[self] = where;
         connection_config c = cfg_;
         c.host = where.host;
         c.port = where.port;
@@ -219,7 +254,7 @@ awaitable<void> connection_impl::watch_switch_master() {
             else
                 req.push("HELLO", 3, "AUTH", sc.username.empty() ? "default" : sc.username,
                          sc.password);
-            req.push("SUBSCRIBE", "+switch-master");
+            req.push_range("SUBSCRIBE", failover_watch::channels());
             auto [wec, wn] = co_await s.write(asio::buffer(req.payload()));
             ec = wec;
             generic_response hello;
@@ -231,23 +266,23 @@ awaitable<void> connection_impl::watch_switch_master() {
         if (!ec) {
             wait.reset();
             auto heard = std::chrono::steady_clock::now();
-            auto on_message = [this, &sc](const generic_response& msg) {
-                // [push 3] message +switch-master payload
+            auto on_message = [this, &where](const generic_response& msg) {
+                // [push 3] message channel payload
                 if (msg.size() == 4 && msg[0].data_type == resp3::type::push &&
-                    msg[1].value == "message" && msg[2].value == "+switch-master")
-                    if (auto to = parse_switch_master(msg[3].value, sc.master_name))
-                        on_switch_master(*to);
+                    msg[1].value == "message")
+                    on_sentinel_message(where, msg[2].value, msg[3].value);
             };
             auto r = co_await (read_watch(s, buf, p, cfg_.max_read_size, heard, on_message) ||
                                keep_watch_alive(s, strand_, cfg_.health_check_interval, heard));
             ec = r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
         }
         s.close();
+        watching_[self].reset();
         if (co_await cancelled())
             co_return;
         if (log_.enabled(logger::level::debug))
             log_.log(logger::level::debug,
-                     "sentinel " + describe(where) + ": +switch-master watch: " + ec.message());
+                     "sentinel " + describe(where) + ": failover watch: " + ec.message());
         sleep.expires_after(wait.next(rng_));
         co_await sleep.async_wait(nothrow);
         if (co_await cancelled())

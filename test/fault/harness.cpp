@@ -533,12 +533,17 @@ asio::awaitable<int> fenced_increment(connection& res, const std::string& name,
 
 // ---- checkers ----------------------------------------------------------------------------
 
-overlap_result find_overlaps(const std::vector<section>& history, bool skip_lost) {
+namespace {
+
+// Pairs (a, b) of one lock's acquired sections with a.enter < b.enter < a.exit that `counts`
+// (after `keep` chose the sections to look at).
+template <class Keep, class Counts>
+overlap_result overlaps_where(const std::vector<section>& history, Keep keep, Counts counts) {
     overlap_result r;
     std::map<std::string, std::vector<const section*>> by_lock;
     std::int64_t origin = 0;
     for (const auto& s : history) {
-        if (!s.acquired() || (skip_lost && s.lost()))
+        if (!s.acquired() || !keep(s))
             continue;
         by_lock[s.lock].push_back(&s);
         origin = origin == 0 ? s.enter_ns : std::min(origin, s.enter_ns);
@@ -549,7 +554,7 @@ overlap_result find_overlaps(const std::vector<section>& history, bool skip_lost
         r.sections += v.size();
         for (std::size_t j = 1; j < v.size(); ++j)
             for (std::size_t i = 0; i < j; ++i)
-                if (v[i]->exit_ns > v[j]->enter_ns) {
+                if (v[i]->exit_ns > v[j]->enter_ns && counts(*v[i], *v[j])) {
                     ++r.overlaps;
                     if (r.examples.size() < 5)
                         r.examples.push_back(describe(*v[i], origin) + "  overlaps  " +
@@ -557,6 +562,22 @@ overlap_result find_overlaps(const std::vector<section>& history, bool skip_lost
                 }
     }
     return r;
+}
+
+} // namespace
+
+overlap_result find_overlaps(const std::vector<section>& history, bool skip_lost) {
+    return overlaps_where(
+        history, [skip_lost](const section& s) { return !skip_lost || !s.lost(); },
+        [](const section&, const section&) { return true; });
+}
+
+overlap_result find_unreported_overlaps(const std::vector<section>& history) {
+    return overlaps_where(
+        history, [](const section&) { return true; },
+        [](const section& a, const section& b) {
+            return a.lost_ns == 0 || a.lost_ns >= b.enter_ns;
+        });
 }
 
 fencing_result check_fencing(const std::vector<section>& history,

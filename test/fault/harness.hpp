@@ -242,6 +242,9 @@ struct overlap_result {
 // Overlapping critical sections per lock; with `skip_lost`, only among sections whose lease was
 // never reported lost.
 overlap_result find_overlaps(const std::vector<section>& history, bool skip_lost);
+// Overlapping critical sections per lock whose earlier holder had not been told of its loss
+// (async_wait_lost) before the later one entered: the overlaps nobody could act on.
+overlap_result find_unreported_overlaps(const std::vector<section>& history);
 
 struct fencing_result {
     std::size_t tokens_checked = 0; // tokens of acquired sections

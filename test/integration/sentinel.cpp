@@ -139,6 +139,8 @@ BOOST_AUTO_TEST_CASE(discovery_errors_and_replica_sync) {
                corolock::condition::connection_failure);
 }
 
+// A master with no replica: replica_sync refuses (shortfall::refuse, the default), or grants on
+// the master alone (shortfall::count_connected).
 BOOST_AUTO_TEST_CASE(replica_sync_without_replica_refuses_and_leaves_no_key) {
     redis_process srv;
     asio::io_context ioc;
@@ -156,6 +158,18 @@ BOOST_AUTO_TEST_CASE(replica_sync_without_replica_refuses_and_leaves_no_key) {
             // The grant was given back (owner-checked release, sent before this returns).
             co_await sleep_for(100ms);
             BOOST_TEST(srv.command({"EXISTS", "lock:nosync"}) == ":0\r\n");
+            // The other choice: only the replicas the master has (none) must acknowledge. The
+            // grant stands, and so do its renewals (WAIT then ROLE each time).
+            o.lease = 600ms;
+            o.replica_sync = {1, 20ms, corolock::replica_sync::shortfall::count_connected};
+            corolock::mutex c(conn, "lock:nosync:count", o);
+            auto [cec, cl] = co_await c.async_acquire(tuple_deferred);
+            BOOST_TEST(!cec, cec.message());
+            co_await sleep_for(700ms); // past the lease: renewed about 3 times
+            BOOST_TEST(cl.valid());
+            BOOST_TEST(get_lock_stats(conn).renewals >= 2u);
+            auto [crec] = co_await cl.async_release(tuple_deferred);
+            BOOST_TEST(!crec, crec.message());
             // Invalid settings fail before anything is sent.
             for (auto bad : {corolock::replica_sync{-1, 20ms}, corolock::replica_sync{1, 0ms},
                              corolock::replica_sync{1, 20s}}) {
@@ -389,8 +403,8 @@ BOOST_AUTO_TEST_CASE(graceful_failover_locks_keep_working) {
         60s, 1, corolock::test::drain_check::off);
 }
 
-// The +switch-master watch is on a Sentinel that stops answering (paused): its health check
-// moves it to another Sentinel, which announces the next switch.
+// One of the Sentinels we watch stops answering (paused): the watches on the others hear the
+// next switch.
 BOOST_AUTO_TEST_CASE(paused_sentinel_the_watch_moves_on) {
     sentinel_set set;
     asio::io_context ioc;
@@ -401,11 +415,12 @@ BOOST_AUTO_TEST_CASE(paused_sentinel_the_watch_moves_on) {
         [&]() -> awaitable<void> {
             corolock::mutex m(conn, "lock:sentinel:watch", lease_of(1s));
             BOOST_TEST(co_await lock_cycle_works(m, 5s));
-            // The Sentinel whose client list shows our subscription (sub=1).
+            // A Sentinel whose client list shows our subscription (flags=P; every Sentinel has
+            // one now, one watch each).
             int watched = -1;
             for (int tries = 0; tries < 50 && watched < 0; ++tries) {
                 for (int i = 0; i < 3 && watched < 0; ++i)
-                    if (set.sentinel(i).command({"CLIENT", "LIST"}).find(" sub=1 ") !=
+                    if (set.sentinel(i).command({"CLIENT", "LIST"}).find(" flags=P ") !=
                         std::string::npos)
                         watched = i;
                 if (watched < 0)

@@ -100,6 +100,31 @@ BOOST_AUTO_TEST_CASE(failed_renewals_retry_until_the_deadline) {
     BOOST_TEST(t.empty());
 }
 
+// After a reconnection (perhaps to a new master) every watchdog lease is renewed at once; one
+// whose renewal is on the wire, and a fixed lease, are left alone.
+BOOST_AUTO_TEST_CASE(renew_all_now_makes_every_lease_due) {
+    lease_table t;
+    auto a = watch(30s), b = watch(30s), in_flight = watch(3s), fixed = watch(30s, false);
+    t.add(a, t0);
+    t.add(b, t0 + 5s);
+    t.add(in_flight, t0);
+    t.add(fixed, t0);
+    lease_table::plan p;
+    t.make_plan(t0 + 1s, p); // in_flight's renewal goes out
+    BOOST_TEST(p.due.size() == 1u);
+    BOOST_TEST(due_contains(p, in_flight));
+    t.make_plan(t0 + 6s, p);
+    BOOST_TEST(p.due.empty()); // a: due at t0 + 10 s, b: t0 + 15 s
+    t.renew_all_now(t0 + 6s);
+    t.make_plan(t0 + 6s, p);
+    BOOST_TEST(p.due.size() == 2u);
+    BOOST_TEST(due_contains(p, a));
+    BOOST_TEST(due_contains(p, b));
+    BOOST_TEST((in_flight.next_renewal == t0 + 1s)); // still one renewal on the wire
+    BOOST_TEST(!due_contains(p, fixed));
+    BOOST_TEST((fixed.next_renewal == clock_type::time_point::max()));
+}
+
 BOOST_AUTO_TEST_CASE(fixed_leases_are_never_renewed) {
     lease_table t;
     auto w = watch(1s, false);

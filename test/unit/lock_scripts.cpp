@@ -495,4 +495,40 @@ BOOST_AUTO_TEST_CASE(wait_reply) {
     BOOST_TEST(req.payload() == "*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n");
 }
 
+// replica_sync::shortfall::count_connected: ROLE follows WAIT; a master with fewer replicas than
+// asked needs every one it has.
+BOOST_AUTO_TEST_CASE(wait_reply_counting_connected_replicas) {
+    using corolock::detail::take_wait_reply;
+    const std::string script = "*2\r\n:1\r\n:7\r\n";
+    const std::string no_replica = "*3\r\n$6\r\nmaster\r\n:100\r\n*0\r\n";
+    const std::string one_replica =
+        "*3\r\n$6\r\nmaster\r\n:100\r\n*1\r\n*3\r\n$9\r\n127.0.0.1\r\n$4\r\n7002\r\n$3\r\n100\r\n";
+    // No replica: WAIT 2 counted 0, which is all there is.
+    auto r = wire(script + ":0\r\n" + no_replica);
+    BOOST_TEST(take_wait_reply(r, true, 2) == 2);
+    BOOST_TEST(r.size() == 3u); // the script's reply is left
+    // Refusing (no ROLE asked): 0 stays 0.
+    r = wire(script + ":0\r\n");
+    BOOST_TEST(take_wait_reply(r, false, 2) == 0);
+    // One replica: it must have acknowledged.
+    r = wire(script + ":1\r\n" + one_replica);
+    BOOST_TEST(take_wait_reply(r, true, 2) == 2);
+    r = wire(script + ":0\r\n" + one_replica);
+    BOOST_TEST(take_wait_reply(r, true, 2) == 0);
+    BOOST_TEST(r.size() == 3u);
+    // As many replicas as asked: WAIT's count, as when refusing.
+    r = wire(script + ":0\r\n" + one_replica);
+    BOOST_TEST(take_wait_reply(r, true, 1) == 0);
+    // ROLE refused or not a master's: WAIT's count alone.
+    r = wire(script + ":0\r\n-NOPERM no ROLE\r\n");
+    BOOST_TEST(take_wait_reply(r, true, 1) == 0);
+    r = wire(script + ":0\r\n*2\r\n$5\r\nslave\r\n:1\r\n");
+    BOOST_TEST(take_wait_reply(r, true, 1) == 0);
+    r = wire(script + "-UNBLOCKED force unblock\r\n" + no_replica);
+    BOOST_TEST(take_wait_reply(r, true, 1) == -1);
+    corolock::request req;
+    corolock::detail::add_wait(req, "1", "100", true);
+    BOOST_TEST(req.payload() == "*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n*1\r\n$4\r\nROLE\r\n");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
