@@ -1,10 +1,10 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "io/lock_service.hpp"
 
-#include "io/acquire_op.hpp"
-#include "io/cluster_impl.hpp"
 #include "core/lock_scripts.hpp"
 #include "core/slot_table.hpp"
+#include "io/acquire_op.hpp"
+#include "io/cluster_impl.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
@@ -18,8 +18,6 @@ namespace corolock::detail {
 namespace asio = boost::asio;
 
 namespace {
-
-constexpr std::size_t max_handoff_streak = 4;
 
 std::int64_t to_ms(clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -174,8 +172,8 @@ void lock_service::join(acquire_op& op) {
         it->second.sub = std::make_shared<listener>(weak_from_this(), op.spec().name);
         io_.add_listener(op.spec().channel, it->second.sub);
     }
-    it->second.q.push(op.id());
-    op.joined(it->second.q);
+    it->second.state.q.push(op.id());
+    op.joined(it->second.state.q);
     stats_.waiters.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -184,8 +182,8 @@ void lock_service::leave(acquire_op& op) {
     if (it == queues_.end())
         return;
     stats_.waiters.fetch_sub(1, std::memory_order_relaxed);
-    const auto next = it->second.q.erase(op.id());
-    if (it->second.q.empty()) {
+    const auto next = it->second.state.q.erase(op.id());
+    if (it->second.state.q.empty()) {
         io_.remove_listener(op.spec().channel, it->second.sub.get());
         queues_.erase(it);
         return;
@@ -198,11 +196,7 @@ void lock_service::on_release_message(const std::string& name) {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return;
-    if (it->second.own_releases > 0) {
-        --it->second.own_releases; // the head was woken when we sent the release
-        return;
-    }
-    if (const auto head = it->second.q.on_release()) {
+    if (const auto head = it->second.state.on_message()) {
         stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
         acquire_op::from_id(head).wake();
     }
@@ -216,8 +210,7 @@ void lock_service::hand_off(const std::string& name) {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return;
-    if (const auto head = it->second.q.on_release()) {
-        ++it->second.own_releases;
+    if (const auto head = it->second.state.hand_off()) {
         stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
         acquire_op::from_id(head).wake();
     }
@@ -330,16 +323,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->channel, publish_flag()};
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
-    // NOSCRIPT, so the release cannot be re-queued behind that attempt. At most
-    // `max_handoff_streak` in a row: a process whose coroutines keep handing the lock to each
-    // other would otherwise starve every other process (their waiters need the release message,
-    // one round trip behind). After the streak one release goes out plain, and every process's
-    // head races for it on the message.
+    // NOSCRIPT, so the release cannot be re-queued behind that attempt (name_queue decides when).
     bool hand_over = false;
-    if (auto it = queues_.find(s->spec->name); it != queues_.end()) {
-        hand_over = it->second.handoff_streak < max_handoff_streak;
-        it->second.handoff_streak = hand_over ? it->second.handoff_streak + 1 : 0;
-    }
+    if (auto it = queues_.find(s->spec->name); it != queues_.end())
+        hand_over = it->second.state.release_hands_over();
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : connection::make_evalsha(release_script(), keys, args));
@@ -348,10 +335,8 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                  bool released = false;
                  if (!ec)
                      ec = decode_release(call->resp, released);
-                 if (!released) // no message will come for this release
-                     if (auto it = self->queues_.find(s->spec->name);
-                         it != self->queues_.end() && it->second.own_releases > 0)
-                         --it->second.own_releases;
+                 if (auto it = self->queues_.find(s->spec->name); it != self->queues_.end())
+                     it->second.state.on_release_reply(released);
                  if (!ec && !released) {
                      // Gone or taken before we released: the section may have overlapped.
                      ec = error::lease_lost;
@@ -462,22 +447,18 @@ void lock_service::run_watchdog() {
         due.push_back(static_cast<lease_state*>(w)->shared_from_this());
     for (auto& [s, why] : losing)
         lose(*s, why, why == error::max_hold_reached ? lease_loss::max_hold : lease_loss::expired);
-    // Batches of up to 100 leases; on a cluster, one slot per batch (a script's keys must share
-    // a slot there).
-    const auto slot_of = [](const std::shared_ptr<lease_state>& s) {
-        return key_slot(s->spec->name);
-    };
-    if (io_.sharded())
-        std::stable_sort(due.begin(), due.end(),
-                         [&](const auto& a, const auto& b) { return slot_of(a) < slot_of(b); });
-    for (std::size_t i = 0; i < due.size();) {
-        std::size_t j = i + 1;
-        while (j < due.size() && j - i < 100 &&
-               (!io_.sharded() || slot_of(due[j]) == slot_of(due[i])))
-            ++j;
-        renew({due.begin() + static_cast<std::ptrdiff_t>(i),
-               due.begin() + static_cast<std::ptrdiff_t>(j)});
-        i = j;
+    if (!due.empty()) {
+        std::vector<std::uint16_t> slots;
+        slots.reserve(due.size());
+        for (const auto& s : due)
+            slots.push_back(io_.sharded() ? key_slot(s->spec->name) : 0);
+        for (const auto& batch : renew_batches(slots, io_.sharded())) {
+            std::vector<std::shared_ptr<lease_state>> leases;
+            leases.reserve(batch.size());
+            for (auto i : batch)
+                leases.push_back(due[i]);
+            renew(std::move(leases));
+        }
     }
     if (table_.empty()) {
         loop_running_ = false;
@@ -495,20 +476,18 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     keys.reserve(batch.size());
     args.reserve(2 * batch.size());
     // One WAIT for the batch, as strict as its strictest lease: each lease checks its own count.
-    const lock_spec* strictest = nullptr;
-    bool count = true; // every lease asks only the replicas the master has
+    std::vector<replica_ask> asks;
+    asks.reserve(batch.size());
     for (auto& s : batch) {
-        if (s->spec->opts.replica_sync.replicas > 0)
-            count = count && count_connected(*s->spec);
         keys.push_back(s->spec->name);
         args.push_back(s->owner_view());
         args.push_back(s->spec->lease_ms);
         const auto& rs = s->spec->opts.replica_sync;
-        if (rs.replicas > 0 && (!strictest || rs.replicas > strictest->opts.replica_sync.replicas ||
-                                (rs.replicas == strictest->opts.replica_sync.replicas &&
-                                 rs.timeout > strictest->opts.replica_sync.timeout)))
-            strictest = s->spec.get();
+        asks.push_back({rs.replicas, rs.timeout, count_connected(*s->spec)});
     }
+    const auto wait = strictest_wait(asks);
+    const lock_spec* strictest = wait.strictest ? batch[*wait.strictest]->spec.get() : nullptr;
+    const bool count = wait.count_connected; // every lease asks only the replicas the master has
     auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
     if (strictest)
         add_wait(call->req, strictest->wait_replicas, strictest->wait_ms, count);
@@ -523,7 +502,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
             // TRYAGAIN (a cluster): the batch's slot is being migrated and its keys are split
             // between the two nodes. Each lease alone: an ASK takes the moved ones to the
             // importing node, the others run where they are.
-            if (ec == error::try_again && batch.size() > 1) {
+            if (split_on_try_again(ec, batch.size())) {
                 for (const auto& s : batch)
                     if (lease_table::contains(*s))
                         self->renew({s});
@@ -624,7 +603,7 @@ void lock_service::on_connection_stopped() {
         lose(*s, error::lease_lost, lease_loss::connection_stopped);
     std::vector<std::shared_ptr<acquire_op>> waiting;
     for (auto& [name, nq] : queues_)
-        nq.q.for_each([&](waiter_queue::id id) {
+        nq.state.q.for_each([&](waiter_queue::id id) {
             waiting.push_back(acquire_op::from_id(id).shared_from_this());
         });
     for (auto& op : waiting)

@@ -6,13 +6,14 @@
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
 #include "core/acquire_fsm.hpp"
-#include "io/connection_impl.hpp"
 #include "core/handler_list.hpp"
 #include "core/lease_table.hpp"
 #include "core/lock_metrics.hpp"
+#include "core/lock_policy.hpp"
+#include "core/waiter_queue.hpp"
+#include "io/connection_impl.hpp"
 #include "io/lock_transport.hpp"
 #include "io/owner_id.hpp"
-#include "core/waiter_queue.hpp"
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 
@@ -151,13 +152,9 @@ public:
 private:
     class listener;
     class forced_listener;
-    struct name_queue {
-        waiter_queue q;
+    struct name_entry {
+        name_queue state; // the decisions (core/lock_policy)
         std::shared_ptr<listener> sub;
-        // Release messages of our own releases still to come: their head already attempts.
-        std::size_t own_releases = 0;
-        // Hand-offs in a row: bounded, so that waiters of other processes get their turn.
-        std::size_t handoff_streak = 0;
     };
     void hand_off(const std::string& name);
     void on_release_message(const std::string& name);
@@ -173,7 +170,7 @@ private:
     const logger& log() const noexcept { return io_.log(); }
 
     lock_transport io_;
-    std::map<std::string, name_queue, std::less<>> queues_;
+    std::map<std::string, name_entry, std::less<>> queues_;
     lease_table table_;
     lease_table::plan plan_;
     boost::asio::steady_timer timer_;

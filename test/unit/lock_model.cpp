@@ -10,8 +10,11 @@
 //   - every acquisition completes exactly once, and by its deadline;
 //   - every grant nobody holds (cancelled, timed out, unknown outcome) is undone: once all is
 //     quiet, no key is left.
-// This mirrors what src/acquire_op.cpp does with the same pure pieces.
+// This mirrors what src/io/acquire_op.cpp and src/io/lock_service.cpp do with the same pure
+// pieces, the lock service's own policy included (core/lock_policy: hand-offs bounded in a row,
+// the messages of this process's own releases, releases that freed nothing).
 #include "core/acquire_fsm.hpp"
+#include "core/lock_policy.hpp"
 #include "core/waiter_queue.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -29,6 +32,7 @@ using corolock::detail::acquire_action;
 using corolock::detail::acquire_fsm;
 using corolock::detail::acquire_params;
 using corolock::detail::attempt_reply;
+using corolock::detail::name_queue;
 using corolock::detail::waiter_queue;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -43,10 +47,13 @@ struct request {
     int op = 0; // acquire: the op waiting for the reply
     std::uint64_t owner = 0;
     int name = 0;
+    bool lease_release = false; // a lease's release (answered), not an undo
 };
 
 struct frame {
-    bool push = false; // a release message for `name`
+    bool push = false;          // a release message for `name`
+    bool release_reply = false; // the answer to a lease's release of `name`
+    bool released = false;
     int name = 0;
     int op = 0;
     attempt_reply reply;
@@ -69,7 +76,7 @@ struct acquisition {
 struct process_state {
     std::deque<request> out; // written, not yet executed
     std::deque<frame> in;    // replies and pushes not yet read
-    std::map<int, waiter_queue> queues;
+    std::map<int, name_queue> queues;
 };
 
 class model {
@@ -136,6 +143,13 @@ private:
             break;
         }
         case request::release:
+            if (r.lease_release) {
+                frame f;
+                f.release_reply = true;
+                f.name = r.name;
+                f.released = k.owner == r.owner && live(r.name);
+                procs_[p].in.push_back(f);
+            }
             if (k.owner == r.owner) { // an expired key is gone in Redis: deleting it is a no-op
                 const bool was_live = live(r.name);
                 k = {};
@@ -187,12 +201,12 @@ private:
             auto [it, fresh] = proc.queues.try_emplace(a.name);
             if (fresh)
                 proc.out.push_back({request::subscribe, 0, 0, a.name});
-            it->second.push(a.id);
+            it->second.q.push(a.id);
         }
         if (x.attempt) {
             BOOST_REQUIRE_MESSAGE(!a.on_wire, "two attempts on the wire for " << a.id);
             if (auto it = proc.queues.find(a.name); it != proc.queues.end())
-                it->second.on_attempt(a.id);
+                it->second.q.on_attempt(a.id);
             a.on_wire = true;
             proc.out.push_back({request::acquire, a.id, a.owner, a.name});
         }
@@ -208,8 +222,8 @@ private:
                 ++timeouts_;
             }
             if (auto it = proc.queues.find(a.name); it != proc.queues.end()) {
-                const auto next = it->second.erase(a.id);
-                if (it->second.empty()) {
+                const auto next = it->second.q.erase(a.id);
+                if (it->second.q.empty()) {
                     proc.queues.erase(it);
                     proc.out.push_back({request::unsubscribe, 0, 0, a.name});
                 } else if (next) {
@@ -223,11 +237,11 @@ private:
         auto it = procs_[a.proc].queues.find(a.name);
         if (!a.fsm->queued())
             return it == procs_[a.proc].queues.end(); // it would be first
-        return it != procs_[a.proc].queues.end() && it->second.is_head(a.id);
+        return it != procs_[a.proc].queues.end() && it->second.q.is_head(a.id);
     }
     bool woken(const acquisition& a) {
         auto it = procs_[a.proc].queues.find(a.name);
-        return it != procs_[a.proc].queues.end() && it->second.woken(a.id);
+        return it != procs_[a.proc].queues.end() && it->second.q.woken(a.id);
     }
     void wake(acquisition& a) {
         if (a.fsm->current() == acquire_fsm::state::waiting)
@@ -259,23 +273,27 @@ private:
     void release(acquisition& a) {
         note("release op " + std::to_string(a.id));
         a.released = true;
-        procs_[a.proc].out.push_back({request::release, 0, a.owner, a.name});
-        // The hand-off: the local head's attempt goes right behind the release. (The driver
-        // bounds it to 4 in a row for fairness between processes; the invariants checked here
-        // hold with or without it, so the model always hands off.)
+        procs_[a.proc].out.push_back({request::release, 0, a.owner, a.name, true});
+        // The hand-off, as the policy decides: the local head's attempt goes right behind the
+        // release, at most name_queue::max_handoff_streak times in a row.
         auto it = procs_[a.proc].queues.find(a.name);
-        if (it != procs_[a.proc].queues.end())
-            if (const auto h = it->second.on_release())
+        if (it != procs_[a.proc].queues.end() && it->second.release_hands_over())
+            if (const auto h = it->second.hand_off())
                 wake(ops_[h - 1]);
     }
 
     void deliver(int p) {
         auto f = procs_[p].in.front();
         procs_[p].in.pop_front();
+        if (f.release_reply) {
+            if (auto it = procs_[p].queues.find(f.name); it != procs_[p].queues.end())
+                it->second.on_release_reply(f.released);
+            return;
+        }
         if (f.push) {
             auto it = procs_[p].queues.find(f.name);
             if (it != procs_[p].queues.end())
-                if (const auto h = it->second.on_release())
+                if (const auto h = it->second.on_message())
                     wake(ops_[h - 1]);
             return;
         }
@@ -302,17 +320,26 @@ private:
         ++drops_;
         auto& proc = procs_[p];
         std::vector<int> unknown;
-        for (auto& f : proc.in)
-            if (!f.push)
+        std::vector<int> failed_releases; // their completions say connection_lost
+        for (auto& f : proc.in) {
+            if (f.release_reply)
+                failed_releases.push_back(f.name);
+            else if (!f.push)
                 unknown.push_back(f.op);
+        }
         for (auto& r : proc.out) {
             if (rng_() % 2)
                 execute(p, r); // its reply is lost with the connection
             if (r.what == request::acquire)
                 unknown.push_back(r.op);
+            if (r.lease_release)
+                failed_releases.push_back(r.name);
         }
         proc.out.clear();
         proc.in.clear();
+        for (int n : failed_releases)
+            if (auto it = proc.queues.find(n); it != proc.queues.end())
+                it->second.on_release_reply(false);
         for (int n = 0; n < names; ++n)
             subscribed_[p][n] = false;
         for (auto& [n, q] : proc.queues)
@@ -326,8 +353,8 @@ private:
             act(a, a.fsm->on_reply(now_, r, head(a), woken(a), fsm_rng_));
             check_taken(a, r);
         }
-        for (auto& [n, q] : proc.queues)
-            if (const auto h = q.on_release())
+        for (auto& [n, q] : proc.queues) // the driver's listeners: a re-check after a reconnect
+            if (const auto h = q.on_message())
                 wake(ops_[h - 1]);
     }
 

@@ -1,0 +1,102 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock service's own decisions, pure: what one connection knows of the releases of a name
+// (hand-offs and their messages), and how due renewals are grouped into script calls. The driver
+// (io/lock_service) performs what these decide.
+#ifndef COROLOCK_SRC_CORE_LOCK_POLICY_HPP
+#define COROLOCK_SRC_CORE_LOCK_POLICY_HPP
+
+#include "core/waiter_queue.hpp"
+#include <corolock/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace corolock::detail {
+
+// The local waiters of one lock name on one connection, and its releases in flight: the releases
+// of this connection whose message is still to come (their head was woken when the release was
+// sent), and the hand-offs made in a row.
+class name_queue {
+public:
+    // Hand-offs in a row before one release goes out plain: a process whose coroutines kept
+    // handing the lock to each other starved the other processes, whose waiters need the
+    // release message, one round trip behind.
+    static constexpr std::size_t max_handoff_streak = 4;
+
+    waiter_queue q;
+
+    // A lease of this connection is being released while waiters queue here. True: hand the lock
+    // over (send the release as EVAL, then `hand_off`: the head's attempt follows the release in
+    // the same write). False once in `max_handoff_streak + 1`: this release goes out plain and
+    // every process's head races for it on the message.
+    bool release_hands_over() noexcept {
+        const bool over = handoff_streak_ < max_handoff_streak;
+        handoff_streak_ = over ? handoff_streak_ + 1 : 0;
+        return over;
+    }
+    // The hand-off: the head to wake now (0: none). The release's own message, which comes before
+    // either reply, then wakes nobody.
+    waiter_queue::id hand_off() noexcept {
+        const auto head = q.on_release();
+        if (head)
+            ++own_releases_;
+        return head;
+    }
+    // A release of this connection was answered: one that released nothing publishes nothing.
+    void on_release_reply(bool released) noexcept {
+        if (!released && own_releases_ > 0)
+            --own_releases_;
+    }
+    // A release message: the head to wake (0: none, or the message of our own hand-off).
+    waiter_queue::id on_message() noexcept {
+        if (own_releases_ > 0) {
+            --own_releases_;
+            return 0;
+        }
+        return q.on_release();
+    }
+    std::size_t own_releases() const noexcept { return own_releases_; }
+
+private:
+    std::size_t own_releases_ = 0;
+    std::size_t handoff_streak_ = 0;
+};
+
+// At most this many leases per renew script.
+inline constexpr std::size_t max_renew_batch = 100;
+
+// The leases due for renewal, grouped into script calls: up to max_renew_batch a call, and on a
+// cluster (`sharded`) one slot a call, since a script's keys must share a slot. `slots[i]` is
+// lease i's slot. Each batch lists lease indices; within a slot the leases keep their order.
+std::vector<std::vector<std::size_t>> renew_batches(std::span<const std::uint16_t> slots,
+                                                    bool sharded);
+
+// What one lease asks of replica acknowledgement (mutex_options::replica_sync).
+struct replica_ask {
+    int replicas = 0; // 0: nothing
+    std::chrono::steady_clock::duration timeout{};
+    bool count_connected = false; // replica_sync::on_shortfall counts the connected replicas
+};
+
+// The one WAIT a renew batch carries: the strictest lease's (most replicas, then the longest
+// timeout), none when no lease asks; it counts only connected replicas when every lease that asks
+// says so. Each lease then checks the count against its own ask.
+struct batch_wait {
+    std::optional<std::size_t> strictest; // index into the batch's asks
+    bool count_connected = true;
+};
+batch_wait strictest_wait(std::span<const replica_ask> asks) noexcept;
+
+// A batch answered TRYAGAIN (a cluster: its slot is migrating and its keys are split between two
+// nodes) is renewed lease by lease, so that an ASK takes each moved one to the importing node.
+inline bool split_on_try_again(const error_code& ec, std::size_t batch_size) noexcept {
+    return ec == error::try_again && batch_size > 1;
+}
+
+} // namespace corolock::detail
+
+#endif
