@@ -121,7 +121,8 @@ asio::awaitable<void> buyer(corolock::mutex& m, const std::string& run, int id, 
     const auto asked = clock_type::now();
     auto [ec, l] = co_await m.async_acquire_for(acquire_wait, tuple);
     t.slowest_acquire = std::max(t.slowest_acquire, clock_type::now() - asked);
-    if (ec == corolock::error::acquire_timeout) {
+    // acquire_timeout: the lock stayed busy; server_timeout: Redis answered nothing in time.
+    if (ec == corolock::error::acquire_timeout || ec == corolock::error::server_timeout) {
         ++t.timeouts;
         co_return;
     }

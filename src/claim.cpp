@@ -1,5 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/claim_scripts.hpp"
+#include "io/access.hpp"
 #include "io/connection_impl.hpp"
 #include "io/owner_id.hpp"
 #include <corolock/claim.hpp>
@@ -34,7 +35,7 @@ void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const
                              const std::string& owner) {
     const std::string_view keys[] = {key};
     const std::string_view args[] = {owner};
-    auto req = std::make_shared<request>(connection::make_evalsha(give_back_script(), keys, args));
+    auto req = std::make_shared<request>(detail::make_evalsha(give_back_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
     start_eval(conn, give_back_script(), req, *resp,
                asio::bind_executor(conn->strand(), [conn, req, resp, key](error_code ec) {
@@ -155,7 +156,7 @@ struct claim_call : std::enable_shared_from_this<claim_call> {
 
 void async_claim_impl(connection& conn, std::string key,
                       std::chrono::steady_clock::duration retention, claim_handler handler) {
-    auto impl = conn.impl().shared_from_this();
+    auto impl = detail::access::impl(conn).shared_from_this();
     if (auto ec = validate_claim(key, retention)) {
         deliver(std::move(handler), impl->executor(), ec, claim{});
         return;
@@ -223,7 +224,7 @@ void claim::give_back_impl(boost::asio::any_completion_handler<void(error_code)>
     const std::string_view keys[] = {key};
     const std::string_view args[] = {owner};
     const auto& sc = detail::give_back_script();
-    auto req = std::make_shared<request>(connection::make_evalsha(sc, keys, args));
+    auto req = std::make_shared<request>(detail::make_evalsha(sc, keys, args));
     auto resp = std::make_shared<generic_response>();
     auto ex = asio::get_associated_executor(handler, conn->executor());
     auto slot = asio::get_associated_cancellation_slot(handler);

@@ -679,7 +679,7 @@ void cluster::async_eval_impl(const script& s, std::span<const std::string_view>
         detail::deliver(std::move(handler), impl_->executor(), error_code(error::cross_slot));
         return;
     }
-    auto evalsha = std::make_shared<const request>(connection::make_evalsha(s, keys, args));
+    auto evalsha = std::make_shared<const request>(detail::make_evalsha(s, keys, args));
     auto eval = std::make_shared<const request>(detail::make_eval(s, keys, args));
     auto cslot = asio::get_associated_cancellation_slot(handler);
     auto ex = asio::get_associated_executor(handler, impl_->executor());

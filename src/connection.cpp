@@ -1,4 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/script_request.hpp"
 #include "io/connection_impl.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/mutex.hpp>
@@ -96,26 +97,6 @@ bool is_auth_error(std::string_view text) {
 }
 
 } // namespace
-
-struct request_access {
-    static std::string& payload(request& r) { return r.payload_; }
-    static void set_counts(request& r, std::size_t commands, std::size_t expected) {
-        r.commands_ = commands;
-        r.expected_ = expected;
-    }
-    static std::vector<std::size_t>& guards(request& r) { return r.guards_; }
-};
-
-request with_asking(const request& req) {
-    request r;
-    r.reserve(req.payload().size() + 24);
-    r.push("ASKING");
-    request_access::payload(r).append(req.payload());
-    for (auto g : req.subscription_replies())
-        request_access::guards(r).push_back(g + 1);
-    request_access::set_counts(r, 1 + req.size(), 1 + req.expected_responses());
-    return r;
-}
 
 // ---------------------------------------------------------------- stream
 
@@ -991,56 +972,7 @@ void connection::async_exec_impl(
     detail::start_exec(impl_, req, adapter, std::move(handler));
 }
 
-request connection::make_evalsha(const script& s, std::span<const std::string_view> keys,
-                                 std::span<const std::string_view> args) {
-    request r;
-    // One allocation: every blob costs its bytes plus at most 16 of framing ($<len>\r\n...\r\n).
-    std::size_t size = 16 + (16 + 7) + (16 + 40) + 16 + 16;
-    for (auto k : keys)
-        size += k.size() + 16;
-    for (auto a : args)
-        size += a.size() + 16;
-    r.reserve(size);
-    auto& p = detail::request_access::payload(r);
-    resp3::add_header(p, resp3::type::array, 3 + keys.size() + args.size());
-    resp3::add_blob(p, "EVALSHA");
-    resp3::add_blob(p, s.sha1());
-    detail::add_arg(p, keys.size());
-    for (auto k : keys)
-        resp3::add_blob(p, k);
-    for (auto a : args)
-        resp3::add_blob(p, a);
-    detail::request_access::set_counts(r, 1, 1);
-    return r;
-}
-
-// EVALSHA <sha> rest... -> EVAL <source> rest...
-request detail::evalsha_to_eval(const request& evalsha, const script& s) {
-    const std::string_view p = evalsha.payload();
-    const auto header_end = p.find("\r\n") + 2;
-    // "$7\r\nEVALSHA\r\n" then "$40\r\n<sha1>\r\n"
-    const auto rest = p.substr(header_end + 13 + 47);
-    request r;
-    auto& out = detail::request_access::payload(r);
-    out.append(p.substr(0, header_end));
-    resp3::add_blob(out, "EVAL");
-    resp3::add_blob(out, s.source());
-    out.append(rest); // with any command the request carries after the script (WAIT)
-    detail::request_access::set_counts(r, evalsha.size(), evalsha.expected_responses());
-    return r;
-}
-
-request detail::make_eval(const script& s, std::span<const std::string_view> keys,
-                          std::span<const std::string_view> args) {
-    return evalsha_to_eval(connection::make_evalsha(s, keys, args), s);
-}
-
 namespace detail {
-
-bool is_noscript(const generic_response& resp) {
-    return !resp.empty() && resp.front().data_type == resp3::type::simple_error &&
-           resp.front().value.starts_with("NOSCRIPT");
-}
 
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 std::shared_ptr<request> req, generic_response& resp,
@@ -1085,9 +1017,10 @@ void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req
 
 } // namespace detail
 
-void connection::async_eval_impl(const script& s, std::shared_ptr<request> req,
-                                 generic_response& resp,
+void connection::async_eval_impl(const script& s, std::span<const std::string_view> keys,
+                                 std::span<const std::string_view> args, generic_response& resp,
                                  asio::any_completion_handler<void(error_code)> handler) {
+    auto req = std::make_shared<request>(detail::make_evalsha(s, keys, args));
     detail::start_eval(impl_, s, std::move(req), resp, std::move(handler));
 }
 

@@ -1,5 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/lock_scripts.hpp"
+#include "core/script_request.hpp"
 #include "io/lock_service.hpp"
 #include <corolock/lease.hpp>
 
@@ -140,26 +141,21 @@ void lease::extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
     });
 }
 
-std::shared_ptr<request> lease::fenced_request(const fenced_script& s,
-                                               std::span<const std::string_view> keys,
-                                               std::span<const std::string_view> args) const {
-    const auto* st = share_.get();
-    if (!st)
-        return std::make_shared<request>();
+void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
+                        std::span<const std::string_view> keys,
+                        std::span<const std::string_view> args, generic_response& resp,
+                        handler_ec h) {
+    const auto lost = st->lost_view.load(std::memory_order_relaxed);
+    if (!st->valid_now())
+        return deliver(std::move(h), st->spec->io.executor(),
+                       error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
+    // KEYS: the lock, its fence key, then the caller's; ARGV: the token, then the caller's.
     std::vector<std::string_view> k{st->spec->name, st->spec->fence_key};
     k.insert(k.end(), keys.begin(), keys.end());
     const std::string token_text = std::to_string(st->token);
     std::vector<std::string_view> a{token_text};
     a.insert(a.end(), args.begin(), args.end());
-    return std::make_shared<request>(connection::make_evalsha(s.wrapped(), k, a));
-}
-
-void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
-                        std::shared_ptr<request> req, generic_response& resp, handler_ec h) {
-    const auto lost = st->lost_view.load(std::memory_order_relaxed);
-    if (!st->valid_now())
-        return deliver(std::move(h), st->spec->io.executor(),
-                       error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
+    auto req = std::make_shared<request>(detail::make_evalsha(s.wrapped(), k, a));
     auto ex = asio::get_associated_executor(h, st->spec->io.executor());
     auto slot = asio::get_associated_cancellation_slot(h);
     st->spec->io.start_eval(

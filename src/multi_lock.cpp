@@ -2,9 +2,10 @@
 // The multi-lock sequences single-name acquisitions (`mutex`, with its waiting, wake-ups,
 // renewal and fencing) and holds their leases together; it has no script of its own. The
 // decisions it takes are in detail/multi_plan.hpp (pure).
+#include "core/multi_plan.hpp"
+#include "io/access.hpp"
 #include "io/cluster_impl.hpp"
 #include "io/lock_service.hpp"
-#include "core/multi_plan.hpp"
 #include <corolock/multi_lock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -223,7 +224,7 @@ namespace detail {
 // The members of a multi-lock over `where` (a connection or a cluster).
 template <class Where>
 void make_members(multi_core& c, Where& where, std::vector<std::string> names, mutex_options opts) {
-    c.conn = std::make_shared<const lock_transport>(where.impl().shared_from_this());
+    c.conn = std::make_shared<const lock_transport>(detail::access::impl(where).shared_from_this());
     c.opts = opts;
     c.invalid = order_names(names);
     c.names = std::move(names);

@@ -1,7 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/lock_scripts.hpp"
+#include "io/access.hpp"
 #include "io/acquire_op.hpp"
 #include "io/cluster_impl.hpp"
-#include "core/lock_scripts.hpp"
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -15,27 +16,30 @@ using detail::clock;
 using detail::deliver;
 
 lock_stats get_lock_stats(connection& conn) {
-    auto p = std::static_pointer_cast<detail::lock_service>(conn.impl().existing_lock_service());
+    auto p = std::static_pointer_cast<detail::lock_service>(
+        detail::access::impl(conn).existing_lock_service());
     return p ? p->stats() : lock_stats{};
 }
 
 lock_stats get_lock_stats(cluster& c) {
-    auto p = std::static_pointer_cast<detail::lock_service>(c.impl().existing_lock_service());
+    auto p = std::static_pointer_cast<detail::lock_service>(
+        detail::access::impl(c).existing_lock_service());
     return p ? p->stats() : lock_stats{};
 }
 
 mutex::mutex(connection& conn, std::string name, mutex_options opts)
     : core_(std::make_shared<detail::mutex_core>()) {
     core_->spec = std::make_shared<const detail::lock_spec>(
-        detail::lock_transport(conn.impl().shared_from_this()), std::move(name), opts);
-    core_->svc = detail::lock_service::of(conn.impl());
+        detail::lock_transport(detail::access::impl(conn).shared_from_this()), std::move(name),
+        opts);
+    core_->svc = detail::lock_service::of(detail::access::impl(conn));
 }
 
 mutex::mutex(cluster& c, std::string name, mutex_options opts)
     : core_(std::make_shared<detail::mutex_core>()) {
     core_->spec = std::make_shared<const detail::lock_spec>(
-        detail::lock_transport(c.impl().shared_from_this()), std::move(name), opts);
-    core_->svc = detail::lock_service::of(c.impl());
+        detail::lock_transport(detail::access::impl(c).shared_from_this()), std::move(name), opts);
+    core_->svc = detail::lock_service::of(detail::access::impl(c));
 }
 
 mutex::~mutex() {
@@ -127,8 +131,8 @@ void mutex::force_unlock_impl(asio::any_completion_handler<void(error_code, bool
     const bool sharded = spec.io.sharded();
     const std::string_view args[] = {spec.channel, sharded ? "S" : "P",
                                      sharded ? std::string_view() : detail::forced_channel};
-    auto req = std::make_shared<request>(
-        connection::make_evalsha(detail::force_unlock_script(), keys, args));
+    auto req =
+        std::make_shared<request>(detail::make_evalsha(detail::force_unlock_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
     auto ex = asio::get_associated_executor(h, spec.io.executor());
     auto slot = asio::get_associated_cancellation_slot(h);

@@ -4,12 +4,13 @@
 // subscriptions, one timer per acquisition and per lease, and the completions. Every node
 // answers on its connection's strand; the answer is posted to the redlock's strand. See
 // doc/redlock.md.
-#include "io/connection_impl.hpp"
 #include "core/handler_list.hpp"
 #include "core/lock_scripts.hpp"
-#include "io/owner_id.hpp"
 #include "core/redlock_fsm.hpp"
 #include "core/redlock_scripts.hpp"
+#include "io/access.hpp"
+#include "io/connection_impl.hpp"
+#include "io/owner_id.hpp"
 #include <corolock/redlock.hpp>
 
 #include <boost/asio/any_completion_executor.hpp>
@@ -501,7 +502,7 @@ redlock::redlock(std::span<connection* const> nodes, std::string name, redlock_o
         throw std::invalid_argument("corolock::redlock: needs non-null connections");
     auto spec = std::make_shared<detail::redlock_spec>();
     for (auto* c : nodes)
-        spec->nodes.push_back(c->impl().shared_from_this());
+        spec->nodes.push_back(detail::access::impl(*c).shared_from_this());
     const bool duplicates =
         std::set<connection*>(nodes.begin(), nodes.end()).size() != nodes.size();
     spec->name = std::move(name);

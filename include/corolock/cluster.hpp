@@ -28,6 +28,7 @@ namespace corolock {
 
 namespace detail {
 class cluster_impl;
+struct access; // src/io/access.hpp
 } // namespace detail
 
 /// Settings of a `cluster`. A zero duration turns its feature off, as the comment says.
@@ -167,10 +168,8 @@ public:
 
     cluster_stats stats() const noexcept;
 
-    /// For corolock's own layers (locks): the implementation object.
-    detail::cluster_impl& impl() noexcept { return *impl_; }
-
 private:
+    friend struct detail::access; // corolock's own layers and tests reach the implementation
     void async_run_impl(boost::asio::any_completion_handler<void(error_code)> handler);
     void async_exec_impl(std::string_view routing_key, const request& req,
                          detail::response_adapter adapter,

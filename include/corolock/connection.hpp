@@ -32,6 +32,7 @@ namespace corolock {
 namespace detail {
 class connection_impl;
 struct subscription_state;
+struct access; // src/io/access.hpp: the one door to the implementation objects
 } // namespace detail
 
 /// A pub/sub message.
@@ -180,8 +181,9 @@ public:
     /// reply) is stored in `resp`.
     ///
     /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: `s` and `resp` must stay valid until completion; keys and args are
-    /// copied before the call returns.
+    /// Object lifetimes: `s`, `resp`, and the keys and args must stay valid until completion (as
+    /// an Asio operation's buffers); the request is built when the operation starts, so a
+    /// `deferred` operation does nothing until it is awaited.
     /// Executor: as `async_exec`.
     /// Cancellation: as `async_exec`.
     /// Errors: as `async_exec`; the script's own error reply gives `server_error` (or its
@@ -191,13 +193,13 @@ public:
     auto async_eval(const script& s, std::span<const std::string_view> keys,
                     std::span<const std::string_view> args, generic_response& resp,
                     CompletionToken&& token = {}) {
-        auto req = std::make_shared<request>(make_evalsha(s, keys, args));
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, connection* self, const script* s, std::shared_ptr<request> req,
+            [](auto handler, connection* self, const script* s,
+               std::span<const std::string_view> keys, std::span<const std::string_view> args,
                generic_response* resp) {
-                self->async_eval_impl(*s, std::move(req), *resp, std::move(handler));
+                self->async_eval_impl(*s, keys, args, *resp, std::move(handler));
             },
-            token, this, &s, std::move(req), &resp);
+            token, this, &s, keys, args, &resp);
     }
 
     /// Subscribes to a channel (SUBSCRIBE is queued like any request, so a request issued after
@@ -213,17 +215,13 @@ public:
 
     connection_stats stats() const noexcept;
 
-    /// For corolock's own layers (locks): the implementation object.
-    detail::connection_impl& impl() noexcept { return *impl_; }
-
-    static request make_evalsha(const script& s, std::span<const std::string_view> keys,
-                                std::span<const std::string_view> args);
-
 private:
+    friend struct detail::access; // corolock's own layers and tests reach the implementation
     void async_run_impl(boost::asio::any_completion_handler<void(error_code)> handler);
     void async_exec_impl(const request& req, detail::response_adapter adapter,
                          boost::asio::any_completion_handler<void(error_code, std::size_t)> h);
-    void async_eval_impl(const script& s, std::shared_ptr<request> req, generic_response& resp,
+    void async_eval_impl(const script& s, std::span<const std::string_view> keys,
+                         std::span<const std::string_view> args, generic_response& resp,
                          boost::asio::any_completion_handler<void(error_code)> handler);
 
     std::shared_ptr<detail::connection_impl> impl_;

@@ -199,7 +199,8 @@ public:
     /// Runs a fenced write with this lease's token. The body's reply is in `resp`.
     ///
     /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: `s` and `resp` until completion; keys and args are copied.
+    /// Object lifetimes: `s`, `resp`, and the keys and args until completion (as an Asio
+    /// operation's buffers); the request is built when the operation starts.
     /// Executor: the token's associated executor, else the connection's; never inline.
     /// Cancellation: as `connection::async_exec`.
     /// Errors: `stale_token` (a newer acquisition exists, or the lease is gone from Redis);
@@ -211,15 +212,15 @@ public:
     auto async_fenced_eval(const fenced_script& s, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args, generic_response& resp,
                            CompletionToken&& token = {}) {
-        auto req = fenced_request(s, keys, args);
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::lease_state> st, const fenced_script* s,
-               std::shared_ptr<request> req, generic_response* resp) {
+               std::span<const std::string_view> keys, std::span<const std::string_view> args,
+               generic_response* resp) {
                 if (!st)
                     return detail::fail_empty(std::move(handler));
-                fenced_impl(std::move(st), *s, std::move(req), *resp, std::move(handler));
+                fenced_impl(std::move(st), *s, keys, args, *resp, std::move(handler));
             },
-            token, state(), &s, std::move(req), &resp);
+            token, state(), &s, keys, args, &resp);
     }
 
 private:
@@ -233,10 +234,9 @@ private:
     static void release_impl(detail::lease_share share, handler_ec h);
     static void extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h);
     static void fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
-                            std::shared_ptr<request> req, generic_response& resp, handler_ec h);
-    std::shared_ptr<request> fenced_request(const fenced_script& s,
-                                            std::span<const std::string_view> keys,
-                                            std::span<const std::string_view> args) const;
+                            std::span<const std::string_view> keys,
+                            std::span<const std::string_view> args, generic_response& resp,
+                            handler_ec h);
 
     detail::lease_share share_;
 };

@@ -141,7 +141,8 @@ public:
     /// Cancellation: as async_acquire.
     /// Errors: as async_acquire, plus `invalid_wait` when `wait` is negative (before anything is
     /// sent), and when `wait` passed first: `acquire_timeout` if the lock was seen held,
-    /// `server_timeout` if no attempt was ever answered (the server is slow or unreachable).
+    /// `server_timeout` if no attempt was ever answered and no other lock script was answered
+    /// meanwhile (the server is slow, stalled or unreachable).
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {

@@ -19,7 +19,8 @@ using clock = std::chrono::steady_clock;
 // What one acquisition asks for.
 struct acquire_params {
     // End of the wait (max: none). Passed with an attempt unanswered: `acquire_timeout` if a
-    // reply ever said "held", else `server_timeout`.
+    // reply ever said "held" or the server answered anything since the attempt was sent, else
+    // `server_timeout`.
     clock::time_point deadline = clock::time_point::max();
     bool once = false; // try: one attempt, never queue
     clock::duration lease{};
@@ -76,8 +77,9 @@ public:
     acquire_action start(clock::time_point now, bool others_waiting);
     acquire_action on_reply(clock::time_point now, const attempt_reply& r, bool head, bool woken,
                             std::minstd_rand& rng);
-    // The timer armed at wake_at() fired.
-    acquire_action on_timer(clock::time_point now, bool head);
+    // The timer armed at wake_at() fired. `answered`: the server answered something (any script
+    // of this connection) since the attempt on the wire was sent, so it is alive.
+    acquire_action on_timer(clock::time_point now, bool head, bool answered = false);
     // Became the head of the queue, or a release message came for the head.
     acquire_action on_wake(clock::time_point now, bool head, bool woken, std::minstd_rand& rng);
     // Cancelled by the caller (or the mutex handle went away).

@@ -22,7 +22,8 @@ namespace {
 // What a waiting acquire retries past: an attempt with an unknown outcome (undone by the try
 // that saw it), a grant that came back after its lease's deadline (given back).
 bool rides_out(const error_code& ec) {
-    return ec == error::connection_lost || ec == error::lease_lost;
+    // The attempt is undone when its reply comes: a retry within the deadline is safe.
+    return ec == error::connection_lost || ec == error::lease_lost || ec == error::server_timeout;
 }
 
 } // namespace

@@ -15,7 +15,7 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
     const std::string_view keys[] = {spec().name, spec().fence_key};
     const std::string_view args[] = {
         {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
-    req_ = connection::make_evalsha(acquire_script(), keys, args);
+    req_ = detail::make_evalsha(acquire_script(), keys, args);
     // In the same write as the script: WAIT counts the replicas that have the grant.
     add_wait(req_, spec().wait_replicas, spec().wait_ms, count_connected(spec()));
     resp_.reserve(4); // the reply's shape: an array of two integers (then WAIT's integer)
@@ -70,6 +70,7 @@ void acquire_op::act(const acquire_action& a) {
 }
 
 void acquire_op::send_attempt() {
+    replies_at_send_ = svc_.replies_;
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
     spec().io.eval(
@@ -78,6 +79,8 @@ void acquire_op::send_attempt() {
 }
 
 void acquire_op::on_reply(error_code ec) {
+    if (ec != condition::connection_failure && ec != boost::asio::error::operation_aborted)
+        ++svc_.replies_; // the server answered
     attempt_reply r;
     acquire_reply ar;
     if (!ec && !spec().wait_replicas.empty())
@@ -110,7 +113,7 @@ void acquire_op::on_reply(error_code ec) {
 
 void acquire_op::on_timer() {
     const bool was_head = head();
-    const auto a = fsm_.on_timer(clock::now(), was_head);
+    const auto a = fsm_.on_timer(clock::now(), was_head, svc_.replies_ != replies_at_send_);
     if (a.attempt && was_head)
         svc_.stats_.timer_wakeups.fetch_add(1, std::memory_order_relaxed);
     act(a);

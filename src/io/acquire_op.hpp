@@ -65,6 +65,7 @@ private:
     request req_;
     generic_response resp_;
     waiter_queue* queue_ = nullptr;
+    std::uint64_t replies_at_send_ = 0; // the service's reply count when the attempt went out
 };
 
 } // namespace corolock::detail

@@ -4,6 +4,7 @@
 
 #include "core/backoff.hpp"
 #include "core/multiplexer.hpp"
+#include "core/script_request.hpp"
 #include "core/sentinel_resolve.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
@@ -400,24 +401,10 @@ void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req
                 response_adapter adapter,
                 boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
 
-// The EVAL form of a script call: never answered NOSCRIPT, so it keeps its place on the socket
-// (an EVALSHA answered NOSCRIPT is re-sent as EVAL behind whatever was queued meanwhile).
-request make_eval(const script& s, std::span<const std::string_view> keys,
-                  std::span<const std::string_view> args);
-
-// `ASKING` then `req`, as one request: ASKING applies to the next command only, and a request is
-// written whole, so nothing comes between them (a cluster's ASK redirect).
-request with_asking(const request& req);
-
-// EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from connection::make_evalsha.
+// EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from make_evalsha (core/script_request).
 void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 std::shared_ptr<request> req, generic_response& resp,
                 boost::asio::any_completion_handler<void(error_code)> handler);
-
-// The EVAL form of an EVALSHA request from connection::make_evalsha, for its retry.
-request evalsha_to_eval(const request& evalsha, const script& s);
-// The reply says the script is not in the server's cache.
-bool is_noscript(const generic_response& resp);
 
 // A request of corolock's own layers, queued on the strand: the entry carries `done`, which runs
 // on the strand (posted, never inside the multiplexer) once the multiplexer lets go of the

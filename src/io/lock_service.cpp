@@ -329,10 +329,12 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
         hand_over = it->second.state.release_hands_over();
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
-                  : connection::make_evalsha(release_script(), keys, args));
+                  : detail::make_evalsha(release_script(), keys, args));
     io_.eval(release_script(), s->spec->name, call->req, call->resp,
              [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
                  bool released = false;
+                 if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
+                     ++self->replies_;
                  if (!ec)
                      ec = decode_release(call->resp, released);
                  if (auto it = self->queues_.find(s->spec->name); it != self->queues_.end())
@@ -368,7 +370,7 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
     }
     const std::string_view keys[] = {s->spec->name};
     const std::string_view args[] = {s->owner_view(), s->spec->lease_ms};
-    auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
+    auto call = std::make_shared<script_call>(detail::make_evalsha(renew_script(), keys, args));
     add_wait(call->req, s->spec->wait_replicas, s->spec->wait_ms, count_connected(*s->spec));
     const auto sent = clock::now();
     io_.eval(
@@ -488,7 +490,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     const auto wait = strictest_wait(asks);
     const lock_spec* strictest = wait.strictest ? batch[*wait.strictest]->spec.get() : nullptr;
     const bool count = wait.count_connected; // every lease asks only the replicas the master has
-    auto call = std::make_shared<script_call>(connection::make_evalsha(renew_script(), keys, args));
+    auto call = std::make_shared<script_call>(detail::make_evalsha(renew_script(), keys, args));
     if (strictest)
         add_wait(call->req, strictest->wait_replicas, strictest->wait_ms, count);
     stats_.renewal_calls.fetch_add(1, std::memory_order_relaxed);
@@ -509,8 +511,10 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                 return;
             }
             const auto now = clock::now();
-            if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
+            if (ec != condition::connection_failure && ec != asio::error::operation_aborted) {
                 self->stats_.renewal_rtt.observe(now - sent); // answered, if only with an error
+                ++self->replies_;
+            }
             std::vector<bool> renewed;
             const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp, count, wanted)
                                                     : std::numeric_limits<std::int64_t>::max();

@@ -148,6 +148,9 @@ public:
     lock_stats stats() const { return stats_.snapshot(); }
 
     lock_metrics stats_;
+    // Script replies received (strand only): a deadline that passes while no reply at all came
+    // since an attempt was sent is the server's doing (server_timeout), not the lock's.
+    std::uint64_t replies_ = 0;
 
 private:
     class listener;

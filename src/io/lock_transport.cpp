@@ -1,8 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "io/lock_transport.hpp"
 
-#include "io/cluster_impl.hpp"
 #include "core/slot_table.hpp"
+#include "io/cluster_impl.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -13,17 +13,9 @@ namespace asio = boost::asio;
 
 namespace {
 
-// A request made by connection::make_evalsha (its first command is EVALSHA), as opposed to the
-// EVAL form, which is never answered NOSCRIPT.
-bool is_evalsha(const request& req) {
-    const std::string_view p = req.payload();
-    const auto header_end = p.find("\r\n");
-    return header_end != std::string_view::npos &&
-           p.substr(header_end + 2).starts_with("$7\r\nEVALSHA\r\n");
-}
-
 std::shared_ptr<const request> eval_form(const script& s, const request& req) {
-    return is_evalsha(req) ? std::make_shared<const request>(evalsha_to_eval(req, s)) : nullptr;
+    return starts_with_evalsha(req) ? std::make_shared<const request>(evalsha_to_eval(req, s))
+                                    : nullptr;
 }
 
 } // namespace

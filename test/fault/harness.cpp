@@ -67,6 +67,8 @@ std::string code_name(const error_code& ec) {
             return "lease_lost";
         case error::acquire_timeout:
             return "acquire_timeout";
+        case error::server_timeout:
+            return "server_timeout";
         case error::connection_lost:
             return "connection_lost";
         case error::not_connected:
@@ -740,7 +742,8 @@ asio::awaitable<void> counter_loop(counter_context& cx, mutex& m, int coro) {
             s.outcome = "error:acquire:" + (ec ? code_name(ec) : std::string("empty_lease"));
             s.release_ns = monotonic_ns();
             cx.out.write(s);
-            if (!ec || (ec != error::acquire_timeout && !is_connection_error(ec)))
+            if (!ec || (ec != error::acquire_timeout && ec != error::server_timeout &&
+                        !is_connection_error(ec)))
                 ++cx.unexpected;
             continue;
         }

@@ -113,7 +113,7 @@ asio::awaitable<void> mover(worker_io& io, std::int64_t until_ns, std::uint64_t 
             ++n.aborted;
             continue;
         }
-        if (ec == corolock::error::acquire_timeout) {
+        if (ec == corolock::error::acquire_timeout || ec == corolock::error::server_timeout) {
             ++n.timeouts;
             continue;
         }

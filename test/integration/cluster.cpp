@@ -4,8 +4,9 @@
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/test_config.hpp"
-#include "io/connection_impl.hpp"
 #include "core/slot_table.hpp"
+#include "io/access.hpp"
+#include "io/connection_impl.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
@@ -445,8 +446,8 @@ BOOST_AUTO_TEST_CASE(sharded_subscribe_at_owner_and_at_a_stale_node) {
     };
     corolock::connection at_owner(ioc.get_executor(), node_config(owner), quiet());
     corolock::connection at_stale(ioc.get_executor(), node_config(stale), quiet());
-    at_owner.impl().use_sharded_pubsub();
-    at_stale.impl().use_sharded_pubsub();
+    corolock::detail::access::impl(at_owner).use_sharded_pubsub();
+    corolock::detail::access::impl(at_stale).use_sharded_pubsub();
     run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {

@@ -503,6 +503,7 @@ BOOST_AUTO_TEST_CASE(without_switch_watch_replica_sync_refuses_the_zombie_grant)
             corolock::mutex_options o;
             o.lease = 2s;
             o.replica_sync = {1, 100ms};
+            o.try_timeout = 10s; // the try waits for the paused master's resume
             corolock::mutex m(conn, "lock:sentinel:t3off", o);
             BOOST_TEST(co_await lock_cycle_works(m, 5s));
             set.node(0).pause();

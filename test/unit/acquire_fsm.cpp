@@ -313,6 +313,15 @@ BOOST_FIXTURE_TEST_CASE(deadline_on_the_wire_after_the_lock_was_seen_held, fixtu
     BOOST_TEST(completes(a, error::acquire_timeout), a);
 }
 
+// A live server that answered other scripts meanwhile is not a stalled one: a deadline shorter
+// than the attempt's round trip under load is a timeout, not the server's failure.
+BOOST_FIXTURE_TEST_CASE(deadline_on_the_wire_with_a_live_server_is_a_timeout, fixture) {
+    acquire_fsm f(params(t0 + 5ms));
+    f.start(t0, false);
+    const auto a = f.on_timer(t0 + 5ms, false, true);
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_try_bounded_by_its_deadline_says_server_timeout, fixture) {
     // A try has a deadline (mutex_options::try_timeout): a stalled server ends it there.
     acquire_fsm f(params(t0 + 1s, true));
