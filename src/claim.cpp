@@ -35,7 +35,10 @@ void give_back_in_background(const std::shared_ptr<connection_impl>& conn, const
                              const std::string& owner) {
     const std::string_view keys[] = {key};
     const std::string_view args[] = {owner};
-    auto req = std::make_shared<request>(detail::make_evalsha(give_back_script(), keys, args));
+    // EVAL, not EVALSHA: on a server without the script cached, a NOSCRIPT answer would re-send
+    // it behind a retry's SET queued meanwhile, which it would refuse ("taken") before the key
+    // is given back: nobody would own it.
+    auto req = std::make_shared<request>(detail::make_eval(give_back_script(), keys, args));
     auto resp = std::make_shared<generic_response>();
     start_eval(conn, give_back_script(), req, *resp,
                asio::bind_executor(conn->strand(), [conn, req, resp, key](error_code ec) {
@@ -76,14 +79,17 @@ struct claim_call : std::enable_shared_from_this<claim_call> {
     generic_response resp;
     asio::cancellation_signal inner;
     bool answered = false;               // strand only
+    bool adopting = false;               // strand only: waits on an orphan, sent no SET itself
     std::shared_ptr<claim_call> adopter; // strand only: takes this orphan's outcome
 
     // Strand only.
     void start() {
+        adopting = false;
         if (auto it = conn->orphan_claims.find(key); it != conn->orphan_claims.end()) {
             auto orphan = std::static_pointer_cast<claim_call>(it->second);
             if (!orphan->adopter || orphan->adopter->answered) {
                 orphan->adopter = shared_from_this();
+                adopting = true;
                 return;
             }
         }
@@ -113,6 +119,7 @@ struct claim_call : std::enable_shared_from_this<claim_call> {
             it != conn->orphan_claims.end() && it->second.get() == this)
             conn->orphan_claims.erase(it);
         auto next = std::move(adopter);
+        adopter.reset();
         if (next && !next->answered) {
             if (ec == asio::error::operation_aborted)
                 return next->start(); // removed unwritten: the adopter sends its own SET
@@ -139,16 +146,10 @@ struct claim_call : std::enable_shared_from_this<claim_call> {
         // then this call is an orphan that a retry of the key adopts. An adopter (waiting on
         // another orphan, sending nothing itself) just stops.
         inner.emit(asio::cancellation_type::total);
-        if (!is_adopter())
+        if (!adopting) // an adopter sent nothing: no reply will ever come for it
             conn->orphan_claims.insert_or_assign(key, shared_from_this());
         deliver(std::move(handler), conn->executor(), error_code(asio::error::operation_aborted),
                 claim{});
-    }
-
-    bool is_adopter() const {
-        auto it = conn->orphan_claims.find(key);
-        return it != conn->orphan_claims.end() &&
-               static_cast<claim_call*>(it->second.get())->adopter.get() == this;
     }
 };
 

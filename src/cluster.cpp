@@ -2,8 +2,8 @@
 // The cluster router: it sequences the pure pieces (slot_table, parse_cluster_shards,
 // redirect_policy) over one connection per master. Every decision is in those pieces.
 #include "io/cluster_impl.hpp"
+#include "io/lock_service.hpp"
 #include <corolock/cluster.hpp>
-#include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -660,7 +660,7 @@ void cluster::async_exec_impl(std::string_view routing_key, const request& req,
                               detail::response_adapter adapter,
                               asio::any_completion_handler<void(error_code, std::size_t)> h) {
     if (req.has_blocking_command() && !impl_->config().node.allow_blocking_commands &&
-        get_lock_stats(*this).leases_held > 0) {
+        detail::carries_locks(*impl_)) {
         detail::deliver(std::move(h), impl_->executor(), error_code(error::blocking_command),
                         std::size_t(0));
         return;

@@ -1,8 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/script_request.hpp"
 #include "io/connection_impl.hpp"
+#include "io/lock_service.hpp"
 #include <corolock/connection.hpp>
-#include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -964,7 +964,7 @@ void connection::async_exec_impl(
     const request& req, detail::response_adapter adapter,
     asio::any_completion_handler<void(error_code, std::size_t)> handler) {
     if (req.has_blocking_command() && !impl_->config().allow_blocking_commands &&
-        get_lock_stats(*this).leases_held > 0) {
+        detail::carries_locks(*impl_)) {
         detail::deliver(std::move(handler), impl_->executor(), error_code(error::blocking_command),
                         std::size_t(0));
         return;

@@ -199,8 +199,10 @@ public:
             [](auto handler, mutex* self) { self->ttl_impl(std::move(handler)); }, token, this);
     }
 
-    /// Deletes the lock whoever holds it and wakes its waiters (an administrator's tool: the
-    /// holder's lease is reported lost at its next renewal).
+    /// Deletes the lock whoever holds it and wakes its waiters (an administrator's tool). It
+    /// publishes the deleted owner on `corolock:forced`: a holder on a single server or behind
+    /// Sentinel renews at once and reports its lease lost within a round trip; on a cluster the
+    /// holder learns it at its next renewal.
     ///
     /// Completion signature: `void(error_code, bool deleted)`.
     /// Object lifetimes: the mutex may be destroyed meanwhile.

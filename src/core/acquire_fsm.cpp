@@ -118,9 +118,10 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
 
 acquire_action acquire_fsm::on_timer(clock::time_point now, bool head, bool answered) {
     if (state_ == state::attempting && now >= p_.deadline)
-        // The reply is undone when it comes. Never seen held, and nothing answered since the
-        // attempt went out: the server is what kept us.
-        return finish(seen_held_ || answered ? error::acquire_timeout : error::server_timeout);
+        // The reply is undone when it comes. Never seen held, nothing answered since the attempt
+        // went out, and it had time for an answer: the server is what kept us.
+        return finish(seen_held_ || answered || p_.deadline <= sent_ ? error::acquire_timeout
+                                                                     : error::server_timeout);
     if (state_ != state::waiting || now < wait_until_)
         return {};
     if (now >= p_.deadline)

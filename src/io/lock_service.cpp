@@ -162,6 +162,25 @@ std::shared_ptr<lock_service> lock_service::of(cluster_impl& c) {
     return service_of(c);
 }
 
+namespace {
+
+template <class Owner>
+bool carries(Owner& c) noexcept {
+    const auto s = std::static_pointer_cast<lock_service>(c.existing_lock_service());
+    return s && (s->stats_.leases_held.load(std::memory_order_relaxed) > 0 ||
+                 s->acquiring_.load(std::memory_order_relaxed) > 0);
+}
+
+} // namespace
+
+bool carries_locks(connection_impl& c) noexcept {
+    return carries(c);
+}
+
+bool carries_locks(cluster_impl& c) noexcept {
+    return carries(c);
+}
+
 bool lock_service::has_waiters(const std::string& name) const {
     return queues_.find(name) != queues_.end();
 }
@@ -239,12 +258,10 @@ void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_poin
     table_.add(*s, sent);
     s->publish_deadline();
     stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
-    if (!forced_)
-        on_first_lease();
     replan(lease_table::next_event(*s));
 }
 
-void lock_service::on_first_lease() {
+void lock_service::on_first_use() {
     forced_ = std::make_shared<forced_listener>(weak_from_this());
     if (!io_.sharded()) // a cluster's holders learn of a force-unlock at their next renewal
         io_.add_listener(std::string(forced_channel), forced_);
@@ -277,8 +294,11 @@ void lock_service::on_forced(std::string_view owner) {
     });
     if (!hit)
         return;
-    log().log(logger::level::warning, describe(*hit->spec) + "force-unlocked by an administrator");
-    lose(*hit, error::lease_lost, lease_loss::renewal_refused);
+    // Verified, not trusted: anyone may PUBLISH on the channel. A renewal now finds the key gone
+    // after a real force-unlock (the lease is lost within a round trip), and renews it otherwise.
+    log().log(logger::level::info,
+              describe(*hit->spec) + "a force-unlock names this lease: renewing it now");
+    renew({std::move(hit)});
 }
 
 void lock_service::forget(lease_state& s) {
@@ -553,7 +573,10 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
         several);
 }
 
-void lock_service::track(acquire_op& op) noexcept {
+void lock_service::track(acquire_op& op) {
+    if (!forced_)
+        on_first_use(); // its requests go out ahead of the first attempt
+    acquiring_.fetch_add(1, std::memory_order_relaxed);
     op.live = true;
     op.prev_live = nullptr;
     op.next_live = live_;
@@ -565,6 +588,7 @@ void lock_service::track(acquire_op& op) noexcept {
 void lock_service::untrack(acquire_op& op) noexcept {
     if (!op.live)
         return;
+    acquiring_.fetch_sub(1, std::memory_order_relaxed);
     op.live = false;
     (op.prev_live ? op.prev_live->next_live : live_) = op.next_live;
     if (op.next_live)

@@ -143,7 +143,7 @@ public:
     // coroutine owning its mutex or its lease).
     void abandon() noexcept override;
     // Pending acquires, for abandon (strand only; untrack is a no-op for an op not tracked).
-    void track(acquire_op& op) noexcept;
+    void track(acquire_op& op);
     void untrack(acquire_op& op) noexcept;
     lock_stats stats() const { return stats_.snapshot(); }
 
@@ -151,6 +151,9 @@ public:
     // Script replies received (strand only): a deadline that passes while no reply at all came
     // since an attempt was sent is the server's doing (server_timeout), not the lock's.
     std::uint64_t replies_ = 0;
+    // Acquisitions in progress (any thread reads it): with the leases held, what makes a
+    // connection refuse blocking commands.
+    std::atomic<std::size_t> acquiring_{0};
 
 private:
     class listener;
@@ -161,8 +164,8 @@ private:
     };
     void hand_off(const std::string& name);
     void on_release_message(const std::string& name);
-    // The first lease: listen for force-unlocks and look at the server's eviction policy.
-    void on_first_lease();
+    // The first acquisition: listen for force-unlocks, look at the server's eviction policy.
+    void on_first_use();
     void on_forced(std::string_view owner);
     void forget(lease_state& s);      // out of the watchdog's table
     void replan(clock::time_point t); // something needs attention at t
@@ -181,8 +184,13 @@ private:
     clock::time_point planned_ = clock::time_point::max();
     std::minstd_rand rng_;
     acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
-    std::shared_ptr<forced_listener> forced_; // made with the first lease
+    std::shared_ptr<forced_listener> forced_; // made with the first acquisition
 };
+
+// Whether the lock layer on this connection (or cluster) holds a lease or is acquiring one: its
+// renewals or its attempt would wait behind a blocking command. Any thread.
+bool carries_locks(connection_impl& c) noexcept;
+bool carries_locks(cluster_impl& c) noexcept;
 
 } // namespace corolock::detail
 

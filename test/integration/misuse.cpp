@@ -93,6 +93,7 @@ BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_lease_is_refused, fixture) {
         corolock::mutex m(conn, "lock:blpop", lease_of(3s));
         lease l = co_await m.async_acquire();
         srv.command({"RPUSH", "jobs", "job-1"});
+
         auto [ec, n] = co_await conn.async_exec(blpop, resp, tuple_deferred);
         BOOST_TEST(ec == error::blocking_command);
         BOOST_TEST(ec == corolock::condition::invalid_argument);
@@ -109,6 +110,32 @@ BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_lease_is_refused, fixture) {
         co_await l.async_release();
         auto [after_ec, n2] = co_await conn.async_exec(blpop, resp, tuple_deferred);
         BOOST_TEST(!after_ec);
+    });
+}
+
+// Also while an acquisition is in progress: its attempts (and the renewals of the lease it gets)
+// would wait behind the block.
+BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_waiting_acquire_is_refused, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex theirs(peer, "lock:blpop-wait", lease_of(3s));
+        corolock::mutex mine(conn, "lock:blpop-wait", lease_of(3s));
+        lease held = co_await theirs.async_acquire();
+        bool done = false;
+        lease got;
+        mine.async_acquire_for(5s, [&](error_code, lease l) {
+            got = std::move(l);
+            done = true;
+        });
+        co_await corolock::test::sleep_for(20ms); // waiting, no lease on conn
+        BOOST_TEST(corolock::get_lock_stats(conn).leases_held == 0u);
+        corolock::request blpop;
+        blpop.push("BLPOP", "jobs", "0.05");
+        auto [ec, n] = co_await conn.async_exec(blpop, corolock::ignore, tuple_deferred);
+        BOOST_TEST(ec == error::blocking_command);
+        co_await held.async_release();
+        BOOST_TEST(co_await eventually([&] { return done; }, 2s));
+        BOOST_TEST(got.valid());
+        co_await got.async_release();
     });
 }
 
@@ -151,6 +178,28 @@ BOOST_FIXTURE_TEST_CASE(a_force_unlock_tells_the_holder_at_once, fixture) {
         BOOST_TEST(bystander.valid()); // another lock of the same connection is untouched
         BOOST_TEST(stats().lost_by(corolock::lease_loss::renewal_refused) == 1u);
         co_await bystander.async_release();
+    });
+}
+
+// Anyone may PUBLISH on corolock:forced: a message naming a live lease (its owner id can be read
+// with HGET) must not make its holder drop it; the holder verifies with a renewal.
+BOOST_FIXTURE_TEST_CASE(a_forged_force_unlock_message_is_verified_not_trusted, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:forged", lease_of(30s));
+        lease l = co_await m.async_acquire();
+        BOOST_REQUIRE(co_await eventually(
+            [&] {
+                return srv.command({"PUBSUB", "NUMSUB", "corolock:forced"}).find(":1\r\n") !=
+                       std::string::npos;
+            },
+            2s));
+        const auto renewals = stats().renewals;
+        srv.command({"PUBLISH", "corolock:forced", std::string(l.owner_id())});
+        BOOST_TEST(co_await eventually([&] { return stats().renewals > renewals; }, 2s));
+        BOOST_TEST(l.valid());
+        BOOST_TEST(!l.lost());
+        BOOST_TEST(exists("lock:forged"));
+        co_await l.async_release();
     });
 }
 
@@ -224,6 +273,58 @@ BOOST_FIXTURE_TEST_CASE(a_timed_out_claim_retried_at_once_is_owned_by_the_retry,
             }
             BOOST_TEST(srv.command({"EXISTS", key}) == ":0\r\n");
         }
+    });
+}
+
+// Adopters chained and cancelled (found by review): A's SET written and A cancelled; B adopts A;
+// C sends its own SET (A has a live adopter) and is cancelled; B is cancelled. B sent nothing, so
+// it must never stand as an orphan: a later claim D completed only when cancelled, or had its
+// handler dropped uncalled.
+BOOST_FIXTURE_TEST_CASE(cancelled_adopters_never_stand_as_orphans, fixture) {
+    run([&]() -> awaitable<void> {
+        co_await corolock::async_claim(conn, "claim:warm3", 1s);
+        const std::string key = "claim:chain";
+        struct call {
+            asio::cancellation_signal sig;
+            bool done = false;
+            error_code ec;
+            corolock::claim c;
+        };
+        auto start = [&](call& x) {
+            corolock::async_claim(
+                conn, key, 60s,
+                asio::bind_cancellation_slot(x.sig.slot(), [&x](error_code e, corolock::claim c) {
+                    x.ec = e;
+                    x.c = std::move(c);
+                    x.done = true;
+                }));
+        };
+        srv.pause();
+        call a, b, c, d;
+        auto written = conn.stats().commands;
+        start(a);
+        BOOST_REQUIRE(co_await eventually([&] { return conn.stats().commands > written; }, 5s));
+        a.sig.emit(asio::cancellation_type::terminal);
+        start(b); // adopts A
+        co_await corolock::test::sleep_for(10ms);
+        written = conn.stats().commands;
+        start(c); // A has a live adopter: its own SET
+        BOOST_REQUIRE(co_await eventually([&] { return conn.stats().commands > written; }, 5s));
+        c.sig.emit(asio::cancellation_type::terminal);
+        co_await corolock::test::sleep_for(10ms);
+        b.sig.emit(asio::cancellation_type::terminal);
+        BOOST_REQUIRE(co_await eventually([&] { return a.done && b.done && c.done; }, 2s));
+        srv.resume();
+        co_await corolock::test::sleep_for(100ms); // A's and C's replies, their give-backs
+        start(d);
+        BOOST_TEST(co_await eventually([&] { return d.done; }, 3s), "D never completed");
+        BOOST_TEST(!d.ec);
+        BOOST_TEST(static_cast<bool>(d.c)); // the key was given back: D owns it
+        if (!d.done)
+            d.sig.emit(asio::cancellation_type::terminal);
+        co_await corolock::test::sleep_for(10ms);
+        if (d.c)
+            co_await d.c.async_give_back(tuple_deferred);
     });
 }
 
