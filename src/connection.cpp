@@ -708,7 +708,9 @@ void connection_impl::on_connected() {
 void connection_impl::on_disconnected(error_code ec) {
     const bool was_connected = connected_;
     connected_ = false;
-    down_flag_.store(true, std::memory_order_relaxed);
+    // Not "known down" yet: only a failed connect attempt says so. A reachable server whose
+    // connection dropped (a health check under load) is back after one reconnect, and requests
+    // queued meanwhile should wait for it, not be refused.
     connected_flag_.store(false, std::memory_order_relaxed);
     stream_.close();
     rbuf_.clear();

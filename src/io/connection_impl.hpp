@@ -237,9 +237,9 @@ public:
     void start_run(boost::asio::any_completion_handler<void(error_code)> handler);
     void stop();
     bool is_connected() const noexcept { return connected_flag_.load(std::memory_order_relaxed); }
-    // Known to be down: the connection was lost, or a connect attempt failed, and it is not up
-    // again yet (reconnecting). False while up, and while the first connect is under way: a
-    // request queued then is written as soon as it succeeds.
+    // Known to be down: a connect attempt failed and none has succeeded since. False while up,
+    // while the first connect is under way, and while reconnecting after a drop until an attempt
+    // fails: a request queued then is written as soon as the connection is back.
     bool known_down() const noexcept { return down_flag_.load(std::memory_order_relaxed); }
     connection_stats stats() const noexcept;
     // Queues an entry (posts to the strand).
