@@ -165,24 +165,8 @@ std::optional<event_master> parse_event(std::string_view payload) {
     return std::nullopt;
 }
 
-// Channels whose message says a failover of the master it names has started or goes on.
-constexpr std::string_view progress_channels[] = {
-    "+try-failover",
-    "+elected-leader",
-    "+failover-state-select-slave",
-    "+selected-slave",
-    "+failover-state-send-slaveof-noone",
-    "+failover-state-wait-promotion",
-    "+promoted-slave",
-    "+failover-state-reconf-slaves",
-    "+failover-end-for-timeout",
-    "+failover-end",
-};
-constexpr std::string_view abort_channels[] = {
-    "-failover-abort-not-elected",
-    "-failover-abort-no-good-slave",
-    "-failover-abort-slave-timeout",
-};
+// The channels a watch subscribes to: the switch, then the events that say a failover of the
+// master they name has started or goes on, then the aborts.
 constexpr std::string_view all_channels[] = {
     "+switch-master",
     "+try-failover",
@@ -199,10 +183,11 @@ constexpr std::string_view all_channels[] = {
     "-failover-abort-no-good-slave",
     "-failover-abort-slave-timeout",
 };
+constexpr auto progress_channels = std::span(all_channels).subspan(1, 10);
+constexpr auto abort_channels = std::span(all_channels).subspan(11);
 
-template <std::size_t N>
-bool one_of(std::string_view c, const std::string_view (&set)[N]) {
-    return std::find(std::begin(set), std::end(set), c) != std::end(set);
+bool one_of(std::string_view c, std::span<const std::string_view> set) {
+    return std::find(set.begin(), set.end(), c) != set.end();
 }
 
 } // namespace

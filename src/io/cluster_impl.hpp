@@ -2,9 +2,9 @@
 #ifndef COROLOCK_SRC_DETAIL_CLUSTER_IMPL_HPP
 #define COROLOCK_SRC_DETAIL_CLUSTER_IMPL_HPP
 
-#include "io/connection_impl.hpp"
 #include "core/redirect_policy.hpp"
 #include "core/slot_table.hpp"
+#include "io/connection_impl.hpp"
 #include <corolock/cluster.hpp>
 
 #include <boost/asio/awaitable.hpp>
