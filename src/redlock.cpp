@@ -228,14 +228,29 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
                 const auto before = self->fsm.current();
                 const auto a = self->fsm.on_vote(clock::now(), round, node, v);
                 if (before == redlock_lease_fsm::state::extending &&
-                    self->fsm.current() == redlock_lease_fsm::state::held)
+                    self->fsm.current() == redlock_lease_fsm::state::held) {
                     self->core->stats.extensions.fetch_add(1, std::memory_order_relaxed);
+                    if (const auto& log = self->core->spec->log();
+                        log.enabled(logger::level::debug))
+                        log.log(logger::level::debug,
+                                describe(*self->core->spec) + "lease: extended at node " +
+                                    std::to_string(node) + "'s vote, round " +
+                                    std::to_string(round));
+                }
                 self->act(a);
             };
     }
 
     void act(const redlock_lease_action& a) {
         const auto& spec = *core->spec;
+        if (spec.log().enabled(logger::level::debug) && (a.send_extend || a.lost || a.released))
+            spec.log().log(logger::level::debug,
+                           describe(spec) + "lease: round " + std::to_string(fsm.round()) +
+                               (a.send_extend ? " extend" : "") + (a.lost ? " lost" : "") +
+                               (a.released ? " released" : "") + " (granted " +
+                               std::to_string(fsm.tally().count(vote::granted)) + ", refused " +
+                               std::to_string(fsm.tally().count(vote::refused)) + ", failed " +
+                               std::to_string(fsm.tally().count(vote::failed)) + ")");
         if (a.send_extend)
             core->fan_out(reqs, &owner_requests::extend, vote_handler());
         if (a.release_all)
@@ -360,6 +375,13 @@ private:
                                                describe(self->spec()) + "node " +
                                                    std::to_string(node) +
                                                    ": not connected, counted as a no");
+                    if (self->spec().log().enabled(logger::level::debug))
+                        self->spec().log().log(logger::level::debug,
+                                               describe(self->spec()) + "acquire round " +
+                                                   std::to_string(round) + ": node " +
+                                                   std::to_string(node) + " voted " +
+                                                   std::to_string(static_cast<int>(v)) + " (" +
+                                                   why.message() + ")");
                     self->act(self->fsm_.on_vote(clock::now(), round, node, v, self->core_->rng));
                 },
                 true);

@@ -186,6 +186,11 @@ failed=0
         echo "  ctest ($name):"
         grep -E 'tests passed|tests failed|Total Test time|No tests were found|tests FAILED|^[[:space:]]+[0-9]+ - ' \
             "$file" | sed 's/^/    /' || echo "    (no summary line)"
+        # A failed stage says why: the first assertion and sanitizer lines of its log.
+        if grep -q 'tests FAILED' "$file"; then
+            grep -E 'error: in|fatal error|runtime error|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|SUMMARY:|Test timeout|\*\*\*Timeout|Exception' \
+                "$file" | head -n 20 | cut -c1-300 | sed 's/^/    | /'
+        fi
     done
     printf '  total: %ss -> %s\n' $((SECONDS - total_start)) "$( ((failed)) && echo FAILED || echo PASSED)"
     echo "======================================================="

@@ -176,6 +176,7 @@ public:
 
     state current() const noexcept { return state_; }
     std::uint64_t round() const noexcept { return round_; }
+    const redlock_tally& tally() const noexcept { return tally_; }
     clock::time_point valid_until() const noexcept { return valid_until_; }
     clock::time_point wake_at() const noexcept;
     error_code lost_reason() const noexcept { return lost_reason_; }

@@ -4,6 +4,13 @@
 #include "common/test_config.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -125,6 +132,8 @@ void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<voi
         BOOST_ERROR("exception escaped io_context::run: " << what);
     }
     auto elapsed = to_ms(clock_type::now() - started);
+    if (!state->body_done || state->body_error || state->timed_out)
+        dump_log_ring();
     if (!state->body_done) {
         if (state->timed_out) {
             BOOST_FAIL("coroutine test did not finish within " << to_ms(timeout) << " ms");
@@ -144,6 +153,29 @@ void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<voi
         BOOST_ERROR("io_context did not drain after the test body finished (work still pending "
                     << elapsed << " ms after the start)");
     }
+}
+
+boost::asio::awaitable<void> off_loop(std::function<void()> f) {
+    namespace asio = boost::asio;
+    const auto ex = co_await asio::this_coro::executor;
+    std::exception_ptr err;
+    co_await asio::async_initiate<const asio::use_awaitable_t<>, void()>(
+        [&f, &err, ex](auto handler) {
+            // Tracked: the io_context does not run out of work while the call is away.
+            auto work = asio::prefer(ex, asio::execution::outstanding_work.tracked);
+            std::thread([&f, &err, work, h = std::move(handler)]() mutable {
+                try {
+                    f();
+                } catch (...) {
+                    err = std::current_exception();
+                }
+                auto hex = asio::get_associated_executor(h, work);
+                asio::post(hex, std::move(h));
+            }).detach();
+        },
+        asio::use_awaitable);
+    if (err)
+        std::rethrow_exception(err);
 }
 
 void orphaned_pair::run(boost::asio::io_context& ioc,

@@ -33,6 +33,13 @@ void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<voi
                         std::chrono::steady_clock::duration timeout = std::chrono::seconds(30),
                         unsigned threads = 1, drain_check drain = drain_check::on);
 
+// Runs `f`, a blocking call (a server's start or restart, which waits until it answers), on a
+// thread of its own and resumes the calling coroutine when it returns; its exception is rethrown.
+// The io_context keeps running meanwhile: a start that takes seconds under load would otherwise
+// freeze every timer of the test, renewals included, and a lease would expire for the test's
+// sake.
+boost::asio::awaitable<void> off_loop(std::function<void()> f);
+
 // The io_context-shutdown case of each lock primitive: a coroutine holds a lock and waits for its
 // lease's loss, another waits for the same lock, when their io_context is stopped and destroyed.
 // Each frame is then held only by a handler queued inside corolock, which the primitive's state

@@ -5,6 +5,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -37,12 +38,47 @@ cluster_config cluster_config_for(const redis_process& seed) {
     return cfg;
 }
 
+log_ring_t& log_ring() {
+    static log_ring_t r;
+    return r;
+}
+
+void dump_log_ring() {
+    auto& r = log_ring();
+    std::lock_guard g(r.m);
+    for (const auto& l : r.lines)
+        std::fprintf(stderr, "%s\n", l.c_str());
+    r.lines.clear();
+}
+
 logger quiet() {
-    if (std::getenv("COROLOCK_TEST_LOG"))
-        return {logger::level::debug, [](logger::level, std::string_view line) {
-                    std::fprintf(stderr, "%s\n", std::string(line).c_str());
+    // COROLOCK_TEST_LOG=1 (or debug), info or warning: the library's log on stderr, each line
+    // with the milliseconds of the steady clock. COROLOCK_TEST_LOG=ring: debug lines kept in
+    // memory (the last 4,000) and printed only when a coroutine test fails (dump_log_ring), so
+    // that a rare failure under load is not made rarer by the writes.
+    const char* env = std::getenv("COROLOCK_TEST_LOG");
+    if (!env)
+        return {logger::level::off, {}};
+    const std::string_view v = env;
+    const auto stamp = [] {
+        return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+    };
+    if (v == "ring")
+        return {logger::level::debug, [stamp](logger::level, std::string_view line) {
+                    auto& r = log_ring();
+                    std::lock_guard g(r.m);
+                    r.lines.push_back(std::to_string(stamp()) + " " + std::string(line));
+                    if (r.lines.size() > 4000)
+                        r.lines.pop_front();
                 }};
-    return {logger::level::off, {}};
+    const auto lvl = v == "warning" ? logger::level::warning
+                     : v == "info"  ? logger::level::info
+                                    : logger::level::debug;
+    return {lvl, [stamp](logger::level, std::string_view line) {
+                std::fprintf(stderr, "%lld %s\n", stamp(), std::string(line).c_str());
+            }};
 }
 
 logger log_capture::make(logger::level lvl) {

@@ -12,6 +12,7 @@
 #include <boost/asio/deferred.hpp>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -33,6 +34,13 @@ cluster_config cluster_config_for(const redis_process& seed);
 
 // A logger that prints nothing (tests provoke failures on purpose).
 logger quiet();
+// COROLOCK_TEST_LOG=ring keeps the log here; a failing coroutine test prints it.
+struct log_ring_t {
+    std::mutex m;
+    std::deque<std::string> lines;
+};
+log_ring_t& log_ring();
+void dump_log_ring();
 
 // Keeps every line a connection logs (any thread): tests check the lines that matter.
 struct log_capture {
