@@ -8,7 +8,8 @@
 namespace corolock::detail {
 
 acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h)
-    : core_(std::move(core)), svc_(*core_->svc), fsm_(p), once_(p.once), handler_(std::move(h)),
+    : acquisition(p, core->spec->name), core_(std::move(core)), svc_(*core_->svc), once_(p.once),
+      handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(tracked_work(handler_executor(handler_, spec().io.executor()))),
       timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()) {
@@ -44,33 +45,14 @@ void acquire_op::unlist() noexcept {
 void acquire_op::start() {
     core_->pending.push_back(shared_from_this());
     svc_.track(*this);
-    act(fsm_.start(clock::now(), svc_.has_waiters(spec().name)));
+    svc_.start(*this);
 }
 
-void acquire_op::wake() {
-    if (fsm_.current() != acquire_fsm::state::waiting)
-        return; // an attempt on the wire finds the wake-up in the queue when it returns
-    act(fsm_.on_wake(clock::now(), head(), woken(), svc_.rng()));
-}
-
-void acquire_op::act(const acquire_action& a) {
-    auto self = shared_from_this(); // completing may drop the last other reference
-    if (a.give_back)
-        svc_.give_back(spec(), owner_);
-    if (a.join)
-        svc_.join(*this);
-    if (a.attempt) {
-        if (queue_)
-            queue_->on_attempt(id());
-        send_attempt();
-    }
-    if (a.complete)
-        complete(a.ec, a.granted);
-    arm();
+void acquire_op::cancel() {
+    svc_.cancel(*this);
 }
 
 void acquire_op::send_attempt() {
-    replies_at_send_ = svc_.replies_;
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
     spec().io.eval(
@@ -79,8 +61,6 @@ void acquire_op::send_attempt() {
 }
 
 void acquire_op::on_reply(error_code ec) {
-    if (ec != condition::connection_failure && ec != boost::asio::error::operation_aborted)
-        ++svc_.replies_; // the server answered
     attempt_reply r;
     acquire_reply ar;
     if (!ec && !spec().wait_replicas.empty())
@@ -98,29 +78,11 @@ void acquire_op::on_reply(error_code ec) {
         r.what = attempt_reply::kind::held;
         r.holder_ttl = std::chrono::milliseconds(std::max<std::int64_t>(ar.holder_ttl, 0));
     }
-    const auto a = fsm_.on_reply(clock::now(), r, head(), woken(), svc_.rng());
-    if (a.complete && a.ec == error::replicas_not_synced)
-        spec().io.log().log(logger::level::warning, describe(spec()) +
-                                                        "grant given back: WAIT saw " +
-                                                        std::to_string(r.acks) + " of " +
-                                                        spec().wait_replicas + " replicas");
-    else if (a.give_back && r.what == attempt_reply::kind::granted)
-        spec().io.log().log(logger::level::info,
-                            "corolock: a grant arrived after its lease deadline or after the "
-                            "caller stopped waiting; it is given back");
-    act(a);
+    svc_.on_reply(*this, r, r.ec != condition::connection_failure &&
+                                r.ec != boost::asio::error::operation_aborted);
 }
 
-void acquire_op::on_timer() {
-    const bool was_head = head();
-    const auto a = fsm_.on_timer(clock::now(), was_head, svc_.replies_ != replies_at_send_);
-    if (a.attempt && was_head)
-        svc_.stats_.timer_wakeups.fetch_add(1, std::memory_order_relaxed);
-    act(a);
-}
-
-void acquire_op::arm() {
-    const auto t = fsm_.wake_at();
+void acquire_op::arm(clock::time_point t) {
     if (t == armed_)
         return;
     armed_ = t;
@@ -133,16 +95,12 @@ void acquire_op::arm() {
         if (ec || self->armed_ != t)
             return;
         self->armed_ = clock::time_point::max();
-        self->on_timer();
+        self->svc_.on_timer(*self);
     });
 }
 
 void acquire_op::complete(error_code ec, bool granted) {
     svc_.untrack(*this);
-    if (queue_) {
-        svc_.leave(*this);
-        queue_ = nullptr;
-    }
     const auto outcome = outcome_of(ec, granted);
     const auto waited = clock::now() - started_;
     svc_.stats_.acquired(outcome, waited);
@@ -152,15 +110,15 @@ void acquire_op::complete(error_code ec, bool granted) {
                     std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
                     " ms";
         if (granted)
-            line += ", token " + std::to_string(fsm_.token());
+            line += ", token " + std::to_string(fsm.token());
         else if (outcome == acquire_outcome::error)
             line += " (" + ec.message() + ")";
         log.log(logger::level::debug, line);
     }
     lease out;
     if (granted) {
-        auto st = std::make_shared<lease_state>(core_->svc, core_->spec, owner_, fsm_.token());
-        svc_.watch(st, fsm_.sent());
+        auto st = std::make_shared<lease_state>(core_->svc, core_->spec, owner_, fsm.token());
+        svc_.watch(st, fsm.sent());
         out = lease_access::make(std::move(st));
     }
     deliver_on(handler_ex_, std::move(handler_), spec().io.executor(), ec, std::move(out));

@@ -8,8 +8,10 @@
 
 namespace corolock::detail {
 
-// One acquisition in progress: runs its acquire_fsm on the strand and performs its actions.
-class acquire_op : public std::enable_shared_from_this<acquire_op> {
+// One acquisition in progress: its decisions are the lock core's (it is the core's
+// `acquisition`); it holds what performing them needs: the caller's handler, a timer, the
+// request, the reply and the owner id. lock_service::perform calls it.
+class acquire_op : public acquisition, public std::enable_shared_from_this<acquire_op> {
 public:
     using handler_type = boost::asio::any_completion_handler<void(error_code, lease)>;
 
@@ -18,23 +20,21 @@ public:
     acquire_op(const acquire_op&) = delete;
     acquire_op& operator=(const acquire_op&) = delete;
 
-    static acquire_op& from_id(waiter_queue::id id) noexcept {
-        return *reinterpret_cast<acquire_op*>(static_cast<std::uintptr_t>(id));
-    }
-    waiter_queue::id id() const noexcept {
-        return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(this));
-    }
+    static acquire_op& of(acquisition& a) noexcept { return static_cast<acquire_op&>(a); }
     const lock_spec& spec() const noexcept { return *core_->spec; }
+    const owner_id& owner() const noexcept { return owner_; }
 
     // Strand only.
     void start();
-    void cancel() { act(fsm_.on_cancel()); }
-    void stop() { act(fsm_.on_stop()); }
-    void wake(); // became head, or a release message came for the head
-    void joined(waiter_queue& q) noexcept { queue_ = &q; }
+    void cancel();
     // The execution context is shutting down: the handler is handed over to be destroyed,
     // never invoked (lock_service::abandon).
     handler_type abandon() noexcept;
+
+    // The lock core's actions for this acquisition (lock_service::perform; strand only).
+    void send_attempt();
+    void complete(error_code ec, bool granted);
+    void arm(clock::time_point t);
 
     // Started and not completed: linked into its lock_service's list (strand only).
     acquire_op* prev_live = nullptr;
@@ -42,19 +42,11 @@ public:
     bool live = false;
 
 private:
-    void act(const acquire_action& a);
-    void send_attempt();
     void on_reply(error_code ec);
-    void on_timer();
-    void arm();
-    void complete(error_code ec, bool granted);
     void unlist() noexcept; // out of core_->pending
-    bool head() const { return queue_ ? queue_->is_head(id()) : !svc_.has_waiters(spec().name); }
-    bool woken() const noexcept { return queue_ && queue_->woken(id()); }
 
     std::shared_ptr<mutex_core> core_;
     lock_service& svc_;
-    acquire_fsm fsm_;
     const bool once_; // a try: one attempt, TRYAGAIN is an answer (not waited out)
     handler_type handler_;
     boost::asio::any_completion_executor handler_ex_;
@@ -64,8 +56,6 @@ private:
     owner_id owner_;
     request req_;
     generic_response resp_;
-    waiter_queue* queue_ = nullptr;
-    std::uint64_t replies_at_send_ = 0; // the service's reply count when the attempt went out
 };
 
 } // namespace corolock::detail

@@ -128,7 +128,7 @@ private:
 };
 
 lock_service::lock_service(lock_transport io)
-    : io_(std::move(io)), timer_(io_.strand()), rng_(std::random_device{}()) {}
+    : io_(std::move(io)), core_(std::random_device{}()), timer_(io_.strand()) {}
 
 namespace {
 
@@ -181,58 +181,98 @@ bool carries_locks(cluster_impl& c) noexcept {
     return carries(c);
 }
 
-bool lock_service::has_waiters(const std::string& name) const {
-    return queues_.find(name) != queues_.end();
+// ---------------------------------------------------------------------------------------------
+// Acquisitions: each event goes to the lock core; its actions are performed here.
+
+template <class F>
+void lock_service::run(F event) {
+    // Performing never feeds the core synchronously (sends and completions are posted), but a
+    // nested run would find the buffer taken and use its own.
+    lock_actions out = std::move(buffer_);
+    out.clear();
+    event(core_, clock::now(), out);
+    perform(out);
+    stats_.waiters.store(core_.waiters(), std::memory_order_relaxed);
+    out.clear();
+    buffer_ = std::move(out);
 }
 
-void lock_service::join(acquire_op& op) {
-    auto [it, fresh] = queues_.try_emplace(op.spec().name);
-    if (fresh) {
-        it->second.sub = std::make_shared<listener>(weak_from_this(), op.spec().name);
-        io_.add_listener(op.spec().channel, it->second.sub);
+void lock_service::perform(const lock_actions& actions) {
+    for (const auto& x : actions) {
+        auto& op = acquire_op::of(*x.acq);
+        const auto keep = op.shared_from_this(); // completing may drop the last other reference
+        switch (x.what) {
+        case lock_action::kind::subscribe: {
+            auto sub = std::make_shared<listener>(weak_from_this(), op.spec().name);
+            io_.add_listener(op.spec().channel, sub);
+            subs_.insert_or_assign(op.spec().name, std::move(sub));
+            break;
+        }
+        case lock_action::kind::unsubscribe:
+            if (auto it = subs_.find(op.spec().name); it != subs_.end()) {
+                io_.remove_listener(op.spec().channel, it->second.get());
+                subs_.erase(it);
+            }
+            break;
+        case lock_action::kind::give_back:
+            give_back(op.spec(), op.owner());
+            break;
+        case lock_action::kind::attempt:
+            op.send_attempt();
+            break;
+        case lock_action::kind::complete:
+            op.complete(x.ec, x.granted);
+            break;
+        case lock_action::kind::arm:
+            op.arm(x.at);
+            break;
+        }
     }
-    it->second.state.q.push(op.id());
-    op.joined(it->second.state.q);
-    stats_.waiters.fetch_add(1, std::memory_order_relaxed);
 }
 
-void lock_service::leave(acquire_op& op) {
-    auto it = queues_.find(op.spec().name);
-    if (it == queues_.end())
-        return;
-    stats_.waiters.fetch_sub(1, std::memory_order_relaxed);
-    const auto next = it->second.state.q.erase(op.id());
-    if (it->second.state.q.empty()) {
-        io_.remove_listener(op.spec().channel, it->second.sub.get());
-        queues_.erase(it);
-        return;
-    }
-    if (next)
-        acquire_op::from_id(next).wake(); // promoted: it may have a wake-up to consume
+void lock_service::start(acquire_op& op) {
+    run([&](lock_core& c, clock::time_point now, lock_actions& out) { c.start(op, now, out); });
+}
+
+void lock_service::cancel(acquire_op& op) {
+    run([&](lock_core& c, clock::time_point now, lock_actions& out) { c.cancel(op, now, out); });
+}
+
+void lock_service::on_reply(acquire_op& op, const attempt_reply& r, bool answered) {
+    if (answered)
+        core_.on_script_reply(); // the server is alive
+    run([&](lock_core& c, clock::time_point now, lock_actions& out) {
+        c.on_reply(op, r, now, out);
+        for (const auto& x : out) {
+            if (x.acq != &op)
+                continue;
+            if (x.what == lock_action::kind::complete && x.ec == error::replicas_not_synced)
+                log().log(logger::level::warning, describe(op.spec()) +
+                                                      "grant given back: WAIT saw " +
+                                                      std::to_string(r.acks) + " of " +
+                                                      op.spec().wait_replicas + " replicas");
+            else if (x.what == lock_action::kind::give_back &&
+                     r.what == attempt_reply::kind::granted &&
+                     !(r.acks < op.spec().opts.replica_sync.replicas))
+                log().log(logger::level::info,
+                          "corolock: a grant arrived after its lease deadline or after the "
+                          "caller stopped waiting; it is given back");
+        }
+    });
+}
+
+void lock_service::on_timer(acquire_op& op) {
+    run([&](lock_core& c, clock::time_point now, lock_actions& out) {
+        if (c.on_timer(op, now, out))
+            stats_.timer_wakeups.fetch_add(1, std::memory_order_relaxed);
+    });
 }
 
 void lock_service::on_release_message(const std::string& name) {
-    auto it = queues_.find(name);
-    if (it == queues_.end())
-        return;
-    if (const auto head = it->second.state.on_message()) {
-        stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
-        acquire_op::from_id(head).wake();
-    }
-}
-
-// A lease of this connection is being released while local acquisitions wait for the name: the
-// head's attempt goes out right behind the release, in the same write, so the lock changes hands
-// in one round trip instead of two (release, message, attempt). The release's own message, which
-// arrives before either reply, is then not a wake-up any more.
-void lock_service::hand_off(const std::string& name) {
-    auto it = queues_.find(name);
-    if (it == queues_.end())
-        return;
-    if (const auto head = it->second.state.hand_off()) {
-        stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
-        acquire_op::from_id(head).wake();
-    }
+    run([&](lock_core& c, clock::time_point now, lock_actions& out) {
+        if (c.on_release_message(name, now, out))
+            stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
+    });
 }
 
 void lock_service::give_back(const lock_spec& spec, const owner_id& owner) {
@@ -255,7 +295,7 @@ void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_poin
         s->max_hold_at = clock::time_point::max() - sent > s->spec->opts.max_hold
                              ? sent + s->spec->opts.max_hold
                              : clock::time_point::max();
-    table_.add(*s, sent);
+    core_.leases().add(*s, sent);
     s->publish_deadline();
     stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
     replan(lease_table::next_event(*s));
@@ -287,7 +327,7 @@ void lock_service::on_first_use() {
 
 void lock_service::on_forced(std::string_view owner) {
     std::shared_ptr<lease_state> hit;
-    table_.for_each([&](lease_watch& w) {
+    core_.leases().for_each([&](lease_watch& w) {
         auto& s = static_cast<lease_state&>(w);
         if (s.owner_view() == owner)
             hit = s.shared_from_this();
@@ -304,9 +344,9 @@ void lock_service::on_forced(std::string_view owner) {
 void lock_service::forget(lease_state& s) {
     if (!lease_table::contains(s))
         return;
-    table_.remove(s);
+    core_.leases().remove(s);
     stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-    if (table_.empty() && loop_running_)
+    if (core_.leases().empty() && loop_running_)
         timer_.cancel(); // let the watchdog stop
 }
 
@@ -344,9 +384,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     const std::string_view args[] = {s->owner_view(), s->spec->channel, publish_flag()};
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
     // NOSCRIPT, so the release cannot be re-queued behind that attempt (name_queue decides when).
-    bool hand_over = false;
-    if (auto it = queues_.find(s->spec->name); it != queues_.end())
-        hand_over = it->second.state.release_hands_over();
+    const bool hand_over = core_.release_hands_over(s->spec->name);
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : detail::make_evalsha(release_script(), keys, args));
@@ -354,11 +392,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
              [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
                  bool released = false;
                  if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
-                     ++self->replies_;
+                     self->core_.on_script_reply();
                  if (!ec)
                      ec = decode_release(call->resp, released);
-                 if (auto it = self->queues_.find(s->spec->name); it != self->queues_.end())
-                     it->second.state.on_release_reply(released);
+                 self->core_.on_release_reply(s->spec->name, released);
                  if (!ec && !released) {
                      // Gone or taken before we released: the section may have overlapped.
                      ec = error::lease_lost;
@@ -379,8 +416,14 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                  if (done)
                      deliver(std::move(done), self->io_.executor(), ec);
              });
+    // A hand-off: the head's attempt goes out right behind the release, in the same write, so
+    // the lock changes hands in one round trip instead of two (release, message, attempt). The
+    // release's own message, which arrives before either reply, is then not a wake-up.
     if (hand_over)
-        hand_off(s->spec->name);
+        run([&](lock_core& c, clock::time_point now, lock_actions& out) {
+            if (c.hand_off(s->spec->name, now, out))
+                stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
+        });
 }
 
 void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
@@ -410,7 +453,7 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
                          ? error_code(s->lost_reason)
                          : error_code(error::not_owner);
             if (!ec) {
-                if (auto loss = self->table_.on_renewed(*s, sent, clock::now(), renewed[0], acks)) {
+                if (auto loss = self->core_.leases().on_renewed(*s, sent, clock::now(), renewed[0], acks)) {
                     self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
                     self->lose(*s, static_cast<error>(loss.value()),
                                renewal_loss(loss, renewed[0]));
@@ -442,7 +485,7 @@ void lock_service::cancel_wait_lost(lease_state& s, std::uint64_t id) {
 
 void lock_service::replan(clock::time_point t) {
     if (!loop_running_) {
-        if (table_.empty())
+        if (core_.leases().empty())
             return;
         loop_running_ = true;
         asio::post(io_.strand(), [self = shared_from_this()] { self->run_watchdog(); });
@@ -450,13 +493,13 @@ void lock_service::replan(clock::time_point t) {
     }
     // Wake the loop only when something needs it before its planned wake-up (or to let it stop):
     // adding a lease or a renewal reply costs O(1), not a walk over every lease.
-    if (table_.empty() || t < planned_)
+    if (core_.leases().empty() || t < planned_)
         timer_.cancel();
 }
 
 void lock_service::run_watchdog() {
     const auto now = clock::now();
-    table_.make_plan(now, plan_);
+    core_.leases().make_plan(now, plan_);
     // Copy what the plan points at before acting: losing and renewing change the table.
     std::vector<std::pair<std::shared_ptr<lease_state>, error>> losing;
     for (auto& [w, why] : plan_.losing) {
@@ -482,7 +525,7 @@ void lock_service::run_watchdog() {
             renew(std::move(leases));
         }
     }
-    if (table_.empty()) {
+    if (core_.leases().empty()) {
         loop_running_ = false;
         planned_ = clock::time_point::max();
         return;
@@ -533,7 +576,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
             const auto now = clock::now();
             if (ec != condition::connection_failure && ec != asio::error::operation_aborted) {
                 self->stats_.renewal_rtt.observe(now - sent); // answered, if only with an error
-                ++self->replies_;
+                self->core_.on_script_reply();
             }
             std::vector<bool> renewed;
             const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp, count, wanted)
@@ -548,12 +591,12 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                 if (!lease_table::contains(s))
                     continue; // released or lost meanwhile
                 if (ec) {
-                    self->table_.on_renew_failed(s, now);
+                    self->core_.leases().on_renew_failed(s, now);
                     self->stats_.renewal_failures.fetch_add(1, std::memory_order_relaxed);
                     self->log().log(logger::level::warning, describe(*s.spec) + "renewal failed (" +
                                                                 ec.message() +
                                                                 "); retrying until the deadline");
-                } else if (auto loss = self->table_.on_renewed(s, sent, now, renewed[i], acks)) {
+                } else if (auto loss = self->core_.leases().on_renewed(s, sent, now, renewed[i], acks)) {
                     if (loss == error::replicas_not_synced)
                         self->log().log(logger::level::warning,
                                         describe(*s.spec) + "renewal: WAIT saw " +
@@ -600,7 +643,7 @@ void lock_service::abandon() noexcept {
     // Collected first and destroyed when this returns: destroying a handler may destroy a
     // coroutine and with it mutexes and leases, whose destructors post to the (dead) strand.
     std::vector<completion> waits;
-    table_.for_each([&](lease_watch& w) {
+    core_.leases().for_each([&](lease_watch& w) {
         auto& s = static_cast<lease_state&>(w);
         for (auto& [id, h] : s.lost_waiters.take_all())
             waits.push_back(std::move(h));
@@ -618,24 +661,18 @@ void lock_service::abandon() noexcept {
 void lock_service::renew_all_now() {
     // A lease the server does not have (granted on a master that a failover replaced) is then
     // reported lost within a round trip of the reconnection, not at its next lease/3 tick.
-    table_.renew_all_now(clock::now());
+    core_.leases().renew_all_now(clock::now());
     replan(clock::time_point::min());
 }
 
 void lock_service::on_connection_stopped() {
     // No renewal can happen any more: every held lease is lost now, and every waiter ends.
     std::vector<std::shared_ptr<lease_state>> held;
-    table_.for_each(
+    core_.leases().for_each(
         [&](lease_watch& w) { held.push_back(static_cast<lease_state*>(&w)->shared_from_this()); });
     for (auto& s : held)
         lose(*s, error::lease_lost, lease_loss::connection_stopped);
-    std::vector<std::shared_ptr<acquire_op>> waiting;
-    for (auto& [name, nq] : queues_)
-        nq.state.q.for_each([&](waiter_queue::id id) {
-            waiting.push_back(acquire_op::from_id(id).shared_from_this());
-        });
-    for (auto& op : waiting)
-        op->stop();
+    run([](lock_core& c, clock::time_point now, lock_actions& out) { c.stop(now, out); });
 }
 
 } // namespace corolock::detail

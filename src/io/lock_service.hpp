@@ -1,16 +1,14 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-// The lock layer's driver: it runs the pure pieces (acquire_fsm, waiter_queue, lease_table) on
-// the connection's strand and performs their actions: scripts, subscriptions, timers and
-// completions. Every decision is in the pure pieces; this file only sequences them.
+// The lock layer's driver: it feeds the connection's events to the pure lock core
+// (core/lock_core: the acquisitions, their queues and hand-offs, the lease table) on the
+// connection's strand and performs the actions it returns: scripts, subscriptions, timers and
+// completions (`perform`, a switch). Every decision is in the core.
 #ifndef COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
-#include "core/acquire_fsm.hpp"
 #include "core/handler_list.hpp"
-#include "core/lease_table.hpp"
+#include "core/lock_core.hpp"
 #include "core/lock_metrics.hpp"
-#include "core/lock_policy.hpp"
-#include "core/waiter_queue.hpp"
 #include "io/connection_impl.hpp"
 #include "io/lock_transport.hpp"
 #include "io/owner_id.hpp"
@@ -118,12 +116,12 @@ public:
 
     static std::shared_ptr<lock_service> of(connection_impl& c);
     static std::shared_ptr<lock_service> of(cluster_impl& c);
-    std::minstd_rand& rng() noexcept { return rng_; }
 
-    // ---- acquisitions (strand only)
-    bool has_waiters(const std::string& name) const;
-    void join(acquire_op& op);
-    void leave(acquire_op& op);
+    // ---- acquisitions: events into the lock core, its actions performed (strand only)
+    void start(acquire_op& op);
+    void cancel(acquire_op& op);
+    void on_reply(acquire_op& op, const attempt_reply& r, bool answered);
+    void on_timer(acquire_op& op);
     void give_back(const lock_spec& spec, const owner_id& owner);
 
     // ---- leases (strand only)
@@ -148,9 +146,6 @@ public:
     lock_stats stats() const { return stats_.snapshot(); }
 
     lock_metrics stats_;
-    // Script replies received (strand only): a deadline that passes while no reply at all came
-    // since an attempt was sent is the server's doing (server_timeout), not the lock's.
-    std::uint64_t replies_ = 0;
     // Acquisitions in progress (any thread reads it): with the leases held, what makes a
     // connection refuse blocking commands.
     std::atomic<std::size_t> acquiring_{0};
@@ -158,11 +153,10 @@ public:
 private:
     class listener;
     class forced_listener;
-    struct name_entry {
-        name_queue state; // the decisions (core/lock_policy)
-        std::shared_ptr<listener> sub;
-    };
-    void hand_off(const std::string& name);
+    // Runs `event(core_, now, actions)` and performs the actions.
+    template <class F>
+    void run(F event);
+    void perform(const lock_actions& actions);
     void on_release_message(const std::string& name);
     // The first acquisition: listen for force-unlocks, look at the server's eviction policy.
     void on_first_use();
@@ -176,13 +170,14 @@ private:
     const logger& log() const noexcept { return io_.log(); }
 
     lock_transport io_;
-    std::map<std::string, name_entry, std::less<>> queues_;
-    lease_table table_;
+    lock_core core_;
+    lock_actions buffer_; // reused by run(); a nested run gets its own
+    // The release-message subscription of each name with local waiters.
+    std::map<std::string, std::shared_ptr<listener>, std::less<>> subs_;
     lease_table::plan plan_;
     boost::asio::steady_timer timer_;
     bool loop_running_ = false;
     clock::time_point planned_ = clock::time_point::max();
-    std::minstd_rand rng_;
     acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
     std::shared_ptr<forced_listener> forced_; // made with the first acquisition
 };

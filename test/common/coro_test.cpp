@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -155,6 +156,47 @@ void run_coroutine_test(boost::asio::io_context& ioc, boost::asio::awaitable<voi
     }
 }
 
+namespace {
+
+// One thread for every off_loop call, alive until the process exits: a child process started
+// with PR_SET_PDEATHSIG (child_process does) is killed when the *thread* that started it exits,
+// so a thread per call would take the server it started down with it.
+class blocking_worker {
+public:
+    static blocking_worker& instance() {
+        static blocking_worker* w = new blocking_worker; // never destroyed: the thread outlives main
+        return *w;
+    }
+    void submit(std::function<void()> job) {
+        {
+            std::lock_guard g(m_);
+            jobs_.push_back(std::move(job));
+        }
+        cv_.notify_one();
+    }
+
+private:
+    blocking_worker() {
+        std::thread([this] {
+            for (;;) {
+                std::function<void()> job;
+                {
+                    std::unique_lock g(m_);
+                    cv_.wait(g, [this] { return !jobs_.empty(); });
+                    job = std::move(jobs_.front());
+                    jobs_.pop_front();
+                }
+                job();
+            }
+        }).detach();
+    }
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> jobs_;
+};
+
+} // namespace
+
 boost::asio::awaitable<void> off_loop(std::function<void()> f) {
     namespace asio = boost::asio;
     const auto ex = co_await asio::this_coro::executor;
@@ -163,15 +205,16 @@ boost::asio::awaitable<void> off_loop(std::function<void()> f) {
         [&f, &err, ex](auto handler) {
             // Tracked: the io_context does not run out of work while the call is away.
             auto work = asio::prefer(ex, asio::execution::outstanding_work.tracked);
-            std::thread([&f, &err, work, h = std::move(handler)]() mutable {
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            blocking_worker::instance().submit([&f, &err, work, h]() mutable {
                 try {
                     f();
                 } catch (...) {
                     err = std::current_exception();
                 }
-                auto hex = asio::get_associated_executor(h, work);
-                asio::post(hex, std::move(h));
-            }).detach();
+                auto hex = asio::get_associated_executor(*h, work);
+                asio::post(hex, [h] { std::move (*h)(); });
+            });
         },
         asio::use_awaitable);
     if (err)

@@ -1,0 +1,139 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/lock_core.hpp"
+
+namespace corolock::detail {
+
+namespace {
+
+lock_action make(lock_action::kind k, acquisition& a) {
+    lock_action x{};
+    x.what = k;
+    x.acq = &a;
+    return x;
+}
+
+} // namespace
+
+bool lock_core::head(const acquisition& a) const {
+    // Not queued yet: it would be first if nobody queues for the name.
+    return a.queue ? a.queue->q.is_head(a.id()) : !has_waiters(a.name);
+}
+
+void lock_core::start(acquisition& a, clock::time_point now, lock_actions& out) {
+    act(a, a.fsm.start(now, has_waiters(a.name)), now, out);
+}
+
+void lock_core::on_reply(acquisition& a, const attempt_reply& r, clock::time_point now,
+                         lock_actions& out) {
+    act(a, a.fsm.on_reply(now, r, head(a), woken(a), rng_), now, out);
+}
+
+bool lock_core::on_timer(acquisition& a, clock::time_point now, lock_actions& out) {
+    const bool was_head = head(a);
+    const auto x = a.fsm.on_timer(now, was_head, replies_ != a.replies_at_send);
+    act(a, x, now, out);
+    return x.attempt && was_head;
+}
+
+void lock_core::cancel(acquisition& a, clock::time_point now, lock_actions& out) {
+    act(a, a.fsm.on_cancel(), now, out);
+}
+
+void lock_core::stop(clock::time_point now, lock_actions& out) {
+    std::vector<acquisition*> queued;
+    for_each_waiter([&](acquisition& a) { queued.push_back(&a); });
+    for (auto* a : queued)
+        act(*a, a->fsm.on_stop(), now, out);
+}
+
+void lock_core::act(acquisition& a, const acquire_action& x, clock::time_point now,
+                    lock_actions& out) {
+    if (x.give_back)
+        out.push_back(make(lock_action::kind::give_back, a));
+    if (x.join)
+        join(a, out);
+    if (x.attempt) {
+        if (a.queue)
+            a.queue->q.on_attempt(a.id()); // the attempt answers a pending wake-up
+        a.replies_at_send = replies_;
+        out.push_back(make(lock_action::kind::attempt, a));
+    }
+    if (x.complete) {
+        // Out of the queue first: the next head decides (and may attempt) before the caller of
+        // this one resumes.
+        leave(a, now, out);
+        auto c = make(lock_action::kind::complete, a);
+        c.ec = x.ec;
+        c.granted = x.granted;
+        out.push_back(c);
+    }
+    auto t = make(lock_action::kind::arm, a);
+    t.at = a.fsm.wake_at();
+    out.push_back(t);
+}
+
+void lock_core::join(acquisition& a, lock_actions& out) {
+    auto [it, fresh] = queues_.try_emplace(std::string(a.name));
+    if (fresh) // ahead of the attempt on the socket: a release between the two is not missed
+        out.push_back(make(lock_action::kind::subscribe, a));
+    it->second.q.push(a.id());
+    a.queue = &it->second;
+    ++waiters_;
+}
+
+void lock_core::leave(acquisition& a, clock::time_point now, lock_actions& out) {
+    if (!a.queue)
+        return;
+    auto it = queues_.find(a.name);
+    a.queue = nullptr;
+    if (it == queues_.end())
+        return;
+    --waiters_;
+    const auto next = it->second.q.erase(a.id());
+    if (it->second.q.empty()) {
+        out.push_back(make(lock_action::kind::unsubscribe, a));
+        queues_.erase(it);
+        return;
+    }
+    if (next)
+        wake(acquisition::from_id(next), now, out); // promoted: it may have a wake-up to consume
+}
+
+void lock_core::wake(acquisition& a, clock::time_point now, lock_actions& out) {
+    if (a.fsm.current() != acquire_fsm::state::waiting)
+        return; // an attempt on the wire finds the wake-up in the queue when it returns
+    act(a, a.fsm.on_wake(now, head(a), woken(a), rng_), now, out);
+}
+
+bool lock_core::on_release_message(std::string_view name, clock::time_point now,
+                                   lock_actions& out) {
+    auto it = queues_.find(name);
+    if (it == queues_.end())
+        return false;
+    const auto h = it->second.on_message();
+    if (h)
+        wake(acquisition::from_id(h), now, out);
+    return h != 0;
+}
+
+bool lock_core::release_hands_over(std::string_view name) {
+    auto it = queues_.find(name);
+    return it != queues_.end() && it->second.release_hands_over();
+}
+
+bool lock_core::hand_off(std::string_view name, clock::time_point now, lock_actions& out) {
+    auto it = queues_.find(name);
+    if (it == queues_.end())
+        return false;
+    const auto h = it->second.hand_off();
+    if (h)
+        wake(acquisition::from_id(h), now, out);
+    return h != 0;
+}
+
+void lock_core::on_release_reply(std::string_view name, bool released) {
+    if (auto it = queues_.find(name); it != queues_.end())
+        it->second.on_release_reply(released);
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,127 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The lock service's decisions for one connection (or cluster), pure: every acquisition's state
+// machine, the per-name waiter queues with their wake-ups and hand-offs, the messages of this
+// connection's own releases, and the watchdog's lease table. Events come in with the time; the
+// actions to perform come out, in order, and the driver (io/lock_service, io/acquire_op)
+// performs them with a switch. The randomized model test (test/unit/lock_model.cpp) drives this
+// same object against a model of Redis.
+#ifndef COROLOCK_SRC_CORE_LOCK_CORE_HPP
+#define COROLOCK_SRC_CORE_LOCK_CORE_HPP
+
+#include "core/acquire_fsm.hpp"
+#include "core/lease_table.hpp"
+#include "core/lock_policy.hpp"
+#include "core/waiter_queue.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corolock::detail {
+
+// One acquisition as the lock core sees it. It lives inside the driver's operation (the driver's
+// type derives from it: no allocation of its own) and is changed only through a lock_core.
+struct acquisition {
+    acquisition(const acquire_params& p, std::string_view lock_name) noexcept
+        : fsm(p), name(lock_name) {}
+    acquisition(const acquisition&) = delete;
+    acquisition& operator=(const acquisition&) = delete;
+
+    acquire_fsm fsm;
+    std::string_view name;             // outlives the acquisition (the driver's spec owns it)
+    name_queue* queue = nullptr;       // joined: the name's queue on this connection
+    std::uint64_t replies_at_send = 0; // the core's reply count when the attempt went out
+
+    waiter_queue::id id() const noexcept {
+        return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(this));
+    }
+    static acquisition& from_id(waiter_queue::id id) noexcept {
+        return *reinterpret_cast<acquisition*>(static_cast<std::uintptr_t>(id));
+    }
+};
+
+// One thing the driver must do. Every action names the acquisition it is for (for subscribe and
+// unsubscribe: the one whose arrival or departure caused it, which knows the channel).
+struct lock_action {
+    enum class kind : std::uint8_t {
+        subscribe,   // the name's first local waiter: listen for its release messages
+        unsubscribe, // the name's last local waiter is gone
+        give_back,   // send the owner-checked release of `acq`'s owner (an undo)
+        attempt,     // send `acq`'s acquire script
+        complete,    // complete `acq`'s caller with `ec` (and a lease if `granted`)
+        arm,         // arm `acq`'s timer at `at` (max: disarm it)
+    };
+    kind what;
+    acquisition* acq = nullptr;
+    bool granted = false;
+    error_code ec;
+    clock::time_point at{};
+};
+
+using lock_actions = std::vector<lock_action>;
+
+class lock_core {
+public:
+    explicit lock_core(std::uint32_t seed) noexcept : rng_(seed) {}
+
+    // ---- acquisitions. Each event appends the actions to perform, in order, to `out`.
+    void start(acquisition& a, clock::time_point now, lock_actions& out);
+    void on_reply(acquisition& a, const attempt_reply& r, clock::time_point now,
+                  lock_actions& out);
+    // `a`'s timer fired. Returns true when it made the head of a queue try again with no
+    // message (a timer wake-up, for the metrics).
+    bool on_timer(acquisition& a, clock::time_point now, lock_actions& out);
+    void cancel(acquisition& a, clock::time_point now, lock_actions& out);
+    // A release message for `name` (or a reconnect, after which messages may have been missed).
+    // Returns true when it woke a head.
+    bool on_release_message(std::string_view name, clock::time_point now, lock_actions& out);
+    // The connection stopped for good: every queued acquisition ends with not_connected.
+    void stop(clock::time_point now, lock_actions& out);
+
+    // ---- releases of this connection's leases
+    // A lease of `name` is being released. True: hand the lock over (the driver sends the
+    // release as EVAL, then calls hand_off, so the head's attempt follows in the same write).
+    bool release_hands_over(std::string_view name);
+    // Returns true when a head was handed the lock.
+    bool hand_off(std::string_view name, clock::time_point now, lock_actions& out);
+    // A release of this connection was answered (`released`: it freed the key).
+    void on_release_reply(std::string_view name, bool released);
+
+    // ---- facts
+    // Any script reply of this connection: the server is alive (server_timeout's test).
+    void on_script_reply() noexcept { ++replies_; }
+    bool has_waiters(std::string_view name) const { return queues_.find(name) != queues_.end(); }
+    std::size_t waiters() const noexcept { return waiters_; }
+    template <class F>
+    void for_each_waiter(F f) const {
+        for (const auto& [name, q] : queues_)
+            q.q.for_each([&](waiter_queue::id id) { f(acquisition::from_id(id)); });
+    }
+
+    // ---- leases: the watchdog's decisions (core/lease_table)
+    lease_table& leases() noexcept { return table_; }
+
+private:
+    void act(acquisition& a, const acquire_action& x, clock::time_point now, lock_actions& out);
+    void join(acquisition& a, lock_actions& out);
+    void leave(acquisition& a, clock::time_point now, lock_actions& out);
+    void wake(acquisition& a, clock::time_point now, lock_actions& out);
+    bool head(const acquisition& a) const;
+    static bool woken(const acquisition& a) noexcept {
+        return a.queue && a.queue->q.woken(a.id());
+    }
+
+    std::map<std::string, name_queue, std::less<>> queues_;
+    lease_table table_;
+    std::minstd_rand rng_;
+    std::uint64_t replies_ = 0;
+    std::size_t waiters_ = 0;
+};
+
+} // namespace corolock::detail
+
+#endif
