@@ -223,22 +223,20 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
     }
 
     auto vote_handler() {
-        return
-            [self = shared_from_this(), round = fsm.round()](std::size_t node, vote v, error_code) {
-                const auto before = self->fsm.current();
-                const auto a = self->fsm.on_vote(clock::now(), round, node, v);
-                if (before == redlock_lease_fsm::state::extending &&
-                    self->fsm.current() == redlock_lease_fsm::state::held) {
-                    self->core->stats.extensions.fetch_add(1, std::memory_order_relaxed);
-                    if (const auto& log = self->core->spec->log();
-                        log.enabled(logger::level::debug))
-                        log.log(logger::level::debug,
-                                describe(*self->core->spec) + "lease: extended at node " +
-                                    std::to_string(node) + "'s vote, round " +
-                                    std::to_string(round));
-                }
-                self->act(a);
-            };
+        return [self = shared_from_this(), round = fsm.round()](std::size_t node, vote v,
+                                                                error_code) {
+            const auto before = self->fsm.current();
+            const auto a = self->fsm.on_vote(clock::now(), round, node, v);
+            if (before == redlock_lease_fsm::state::extending &&
+                self->fsm.current() == redlock_lease_fsm::state::held) {
+                self->core->stats.extensions.fetch_add(1, std::memory_order_relaxed);
+                if (const auto& log = self->core->spec->log(); log.enabled(logger::level::debug))
+                    log.log(logger::level::debug,
+                            describe(*self->core->spec) + "lease: extended at node " +
+                                std::to_string(node) + "'s vote, round " + std::to_string(round));
+            }
+            self->act(a);
+        };
     }
 
     void act(const redlock_lease_action& a) {
@@ -376,12 +374,11 @@ private:
                                                    std::to_string(node) +
                                                    ": not connected, counted as a no");
                     if (self->spec().log().enabled(logger::level::debug))
-                        self->spec().log().log(logger::level::debug,
-                                               describe(self->spec()) + "acquire round " +
-                                                   std::to_string(round) + ": node " +
-                                                   std::to_string(node) + " voted " +
-                                                   std::to_string(static_cast<int>(v)) + " (" +
-                                                   why.message() + ")");
+                        self->spec().log().log(
+                            logger::level::debug,
+                            describe(self->spec()) + "acquire round " + std::to_string(round) +
+                                ": node " + std::to_string(node) + " voted " +
+                                std::to_string(static_cast<int>(v)) + " (" + why.message() + ")");
                     self->act(self->fsm_.on_vote(clock::now(), round, node, v, self->core_->rng));
                 },
                 true);

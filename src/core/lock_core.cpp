@@ -1,6 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/lock_core.hpp"
 
+#include <ostream>
+
 namespace corolock::detail {
 
 namespace {
@@ -134,6 +136,24 @@ bool lock_core::hand_off(std::string_view name, clock::time_point now, lock_acti
 void lock_core::on_release_reply(std::string_view name, bool released) {
     if (auto it = queues_.find(name); it != queues_.end())
         it->second.on_release_reply(released);
+}
+
+std::ostream& operator<<(std::ostream& os, lock_action::kind k) {
+    switch (k) {
+    case lock_action::kind::subscribe:
+        return os << "subscribe";
+    case lock_action::kind::unsubscribe:
+        return os << "unsubscribe";
+    case lock_action::kind::give_back:
+        return os << "give_back";
+    case lock_action::kind::attempt:
+        return os << "attempt";
+    case lock_action::kind::complete:
+        return os << "complete";
+    case lock_action::kind::arm:
+        return os << "arm";
+    }
+    return os << "kind(" << static_cast<int>(k) << ")";
 }
 
 } // namespace corolock::detail

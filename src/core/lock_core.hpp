@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <random>
 #include <string>
@@ -64,14 +65,15 @@ struct lock_action {
 
 using lock_actions = std::vector<lock_action>;
 
+std::ostream& operator<<(std::ostream& os, lock_action::kind k);
+
 class lock_core {
 public:
     explicit lock_core(std::uint32_t seed) noexcept : rng_(seed) {}
 
     // ---- acquisitions. Each event appends the actions to perform, in order, to `out`.
     void start(acquisition& a, clock::time_point now, lock_actions& out);
-    void on_reply(acquisition& a, const attempt_reply& r, clock::time_point now,
-                  lock_actions& out);
+    void on_reply(acquisition& a, const attempt_reply& r, clock::time_point now, lock_actions& out);
     // `a`'s timer fired. Returns true when it made the head of a queue try again with no
     // message (a timer wake-up, for the metrics).
     bool on_timer(acquisition& a, clock::time_point now, lock_actions& out);
@@ -111,9 +113,7 @@ private:
     void leave(acquisition& a, clock::time_point now, lock_actions& out);
     void wake(acquisition& a, clock::time_point now, lock_actions& out);
     bool head(const acquisition& a) const;
-    static bool woken(const acquisition& a) noexcept {
-        return a.queue && a.queue->q.woken(a.id());
-    }
+    static bool woken(const acquisition& a) noexcept { return a.queue && a.queue->q.woken(a.id()); }
 
     std::map<std::string, name_queue, std::less<>> queues_;
     lease_table table_;

@@ -78,8 +78,9 @@ void acquire_op::on_reply(error_code ec) {
         r.what = attempt_reply::kind::held;
         r.holder_ttl = std::chrono::milliseconds(std::max<std::int64_t>(ar.holder_ttl, 0));
     }
-    svc_.on_reply(*this, r, r.ec != condition::connection_failure &&
-                                r.ec != boost::asio::error::operation_aborted);
+    svc_.on_reply(*this, r,
+                  r.ec != condition::connection_failure &&
+                      r.ec != boost::asio::error::operation_aborted);
 }
 
 void acquire_op::arm(clock::time_point t) {

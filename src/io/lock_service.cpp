@@ -453,7 +453,8 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
                          ? error_code(s->lost_reason)
                          : error_code(error::not_owner);
             if (!ec) {
-                if (auto loss = self->core_.leases().on_renewed(*s, sent, clock::now(), renewed[0], acks)) {
+                if (auto loss =
+                        self->core_.leases().on_renewed(*s, sent, clock::now(), renewed[0], acks)) {
                     self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
                     self->lose(*s, static_cast<error>(loss.value()),
                                renewal_loss(loss, renewed[0]));
@@ -596,7 +597,8 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
                     self->log().log(logger::level::warning, describe(*s.spec) + "renewal failed (" +
                                                                 ec.message() +
                                                                 "); retrying until the deadline");
-                } else if (auto loss = self->core_.leases().on_renewed(s, sent, now, renewed[i], acks)) {
+                } else if (auto loss =
+                               self->core_.leases().on_renewed(s, sent, now, renewed[i], acks)) {
                     if (loss == error::replicas_not_synced)
                         self->log().log(logger::level::warning,
                                         describe(*s.spec) + "renewal: WAIT saw " +

@@ -3,15 +3,15 @@
 
 #include "common/test_config.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/prefer.hpp>
-#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/post.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -164,7 +164,8 @@ namespace {
 class blocking_worker {
 public:
     static blocking_worker& instance() {
-        static blocking_worker* w = new blocking_worker; // never destroyed: the thread outlives main
+        static blocking_worker* w =
+            new blocking_worker; // never destroyed: the thread outlives main
         return *w;
     }
     void submit(std::function<void()> job) {

@@ -10,12 +10,10 @@
 //   - every acquisition completes exactly once, and by its deadline;
 //   - every grant nobody holds (cancelled, timed out, unknown outcome) is undone: once all is
 //     quiet, no key is left.
-// This mirrors what src/io/acquire_op.cpp and src/io/lock_service.cpp do with the same pure
-// pieces, the lock service's own policy included (core/lock_policy: hand-offs bounded in a row,
-// the messages of this process's own releases, releases that freed nothing).
-#include "core/acquire_fsm.hpp"
-#include "core/lock_policy.hpp"
-#include "core/waiter_queue.hpp"
+// Each process runs the real lock core (core/lock_core, the object src/io/lock_service.cpp
+// drives): its acquisitions, queues, wake-ups and hand-offs (bounded in a row), the messages of
+// its own releases. The model only performs the core's actions, with a switch, as the driver does.
+#include "core/lock_core.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -28,12 +26,12 @@
 #include <sstream>
 
 using corolock::error;
-using corolock::detail::acquire_action;
 using corolock::detail::acquire_fsm;
 using corolock::detail::acquire_params;
 using corolock::detail::attempt_reply;
-using corolock::detail::name_queue;
-using corolock::detail::waiter_queue;
+using corolock::detail::lock_action;
+using corolock::detail::lock_actions;
+using corolock::detail::lock_core;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
@@ -64,24 +62,32 @@ struct key_state {
     clock_type::time_point expiry{};
 };
 
-struct acquisition {
+const std::string name_of[names] = {"lock:0", "lock:1"};
+int total_handoffs = 0; // over every seed: the model exercises hand-offs
+
+// The core's acquisition, with what the model checks about it.
+struct acquisition : corolock::detail::acquisition {
+    acquisition(const acquire_params& p, int n) : corolock::detail::acquisition(p, name_of[n]) {}
     int id = 0, proc = 0, name = 0;
     std::uint64_t owner = 0;
     clock_type::time_point deadline;
-    std::unique_ptr<acquire_fsm> fsm;
     bool completed = false, granted = false, released = false, on_wire = false;
     clock_type::time_point valid_until{};
 };
 
 struct process_state {
+    explicit process_state(std::uint32_t seed) : core(seed) {}
     std::deque<request> out; // written, not yet executed
     std::deque<frame> in;    // replies and pushes not yet read
-    std::map<int, name_queue> queues;
+    lock_core core;
 };
 
 class model {
 public:
-    explicit model(unsigned seed) : rng_(seed), fsm_rng_(seed + 1) {}
+    explicit model(unsigned seed) : rng_(seed) {
+        for (int p = 0; p < processes; ++p)
+            procs_.emplace_back(seed * 7 + static_cast<unsigned>(p));
+    }
 
     void run(int steps) {
         for (int i = 0; i < steps; ++i) {
@@ -91,19 +97,21 @@ public:
         // Quiet down: release every lease, stop new work, run until nothing is left.
         for (int i = 0; i < 200000 && busy(); ++i) {
             for (auto& a : ops_)
-                if (a.granted && !a.released)
-                    release(a);
+                if (a->granted && !a->released)
+                    release(*a);
             step(false);
             check();
         }
         BOOST_REQUIRE_MESSAGE(!busy(), "the model did not quiet down; " << trace());
         for (auto& a : ops_)
-            BOOST_CHECK_MESSAGE(a.completed, "acquisition " << a.id << " never completed");
+            BOOST_CHECK_MESSAGE(a->completed, "acquisition " << a->id << " never completed");
         for (int n = 0; n < names; ++n)
             check_orphan(keys_[n].owner);
         BOOST_TEST_MESSAGE("grants " << grants_ << ", timeouts " << timeouts_ << ", drops "
-                                     << drops_ << ", undos " << undos_);
+                                     << drops_ << ", undos " << undos_ << ", hand-offs "
+                                     << handoffs_);
         BOOST_CHECK(grants_ > 0);
+        total_handoffs += handoffs_;
     }
 
 private:
@@ -178,128 +186,121 @@ private:
     // with its connection: it is never re-sent) or has yet to read its reply (then the check
     // after the reply applies). Anything else is a grant the client forgot.
     void check_orphan(std::uint64_t owner) {
-        BOOST_REQUIRE_MESSAGE(owner == 0 || ops_[owner - 1].granted || ops_[owner - 1].on_wire ||
+        BOOST_REQUIRE_MESSAGE(owner == 0 || ops_[owner - 1]->granted || ops_[owner - 1]->on_wire ||
                                   undone_.count(owner) != 0,
                               "owner " << owner << " was granted the lock, never received it and "
                                        << "never gave it back; " << trace());
     }
 
-    // ---- the client side (as the driver does it)
-    void act(acquisition& a, const acquire_action& x) {
-        auto& proc = procs_[a.proc];
-        if (x.give_back || x.join || x.attempt || x.complete) {
-            std::ostringstream os;
-            os << "op " << a.id << " owner " << a.owner << " " << x;
-            note(os.str());
-        }
-        if (x.give_back) {
-            ++undos_;
-            undone_.insert(a.owner);
-            proc.out.push_back({request::release, 0, a.owner, a.name});
-        }
-        if (x.join) {
-            auto [it, fresh] = proc.queues.try_emplace(a.name);
-            if (fresh)
-                proc.out.push_back({request::subscribe, 0, 0, a.name});
-            it->second.q.push(a.id);
-        }
-        if (x.attempt) {
-            BOOST_REQUIRE_MESSAGE(!a.on_wire, "two attempts on the wire for " << a.id);
-            if (auto it = proc.queues.find(a.name); it != proc.queues.end())
-                it->second.q.on_attempt(a.id);
-            a.on_wire = true;
-            proc.out.push_back({request::acquire, a.id, a.owner, a.name});
-        }
-        if (x.complete) {
-            BOOST_REQUIRE_MESSAGE(!a.completed, "acquisition " << a.id << " completed twice");
-            BOOST_REQUIRE_MESSAGE(now_ <= a.deadline, "acquisition " << a.id << " completed late");
-            a.completed = true;
-            a.granted = x.granted;
-            if (x.granted) {
-                ++grants_;
-                a.valid_until = a.fsm->valid_until();
-            } else if (x.ec == error::acquire_timeout) {
-                ++timeouts_;
+    // ---- the client side: the lock core's actions performed, as lock_service::perform does
+    void perform(int p, const lock_actions& actions) {
+        auto& proc = procs_[p];
+        for (const auto& x : actions) {
+            auto& a = static_cast<acquisition&>(*x.acq);
+            if (x.what != lock_action::kind::arm) {
+                std::ostringstream os;
+                os << "op " << a.id << " owner " << a.owner << " action " << int(x.what);
+                note(os.str());
             }
-            if (auto it = proc.queues.find(a.name); it != proc.queues.end()) {
-                const auto next = it->second.q.erase(a.id);
-                if (it->second.q.empty()) {
-                    proc.queues.erase(it);
-                    proc.out.push_back({request::unsubscribe, 0, 0, a.name});
-                } else if (next) {
-                    wake(ops_[next - 1]);
+            switch (x.what) {
+            case lock_action::kind::subscribe:
+                proc.out.push_back({request::subscribe, 0, 0, a.name});
+                break;
+            case lock_action::kind::unsubscribe:
+                proc.out.push_back({request::unsubscribe, 0, 0, a.name});
+                break;
+            case lock_action::kind::give_back:
+                ++undos_;
+                undone_.insert(a.owner);
+                proc.out.push_back({request::release, 0, a.owner, a.name});
+                break;
+            case lock_action::kind::attempt:
+                BOOST_REQUIRE_MESSAGE(!a.on_wire, "two attempts on the wire for " << a.id);
+                a.on_wire = true;
+                proc.out.push_back({request::acquire, a.id, a.owner, a.name});
+                break;
+            case lock_action::kind::complete:
+                BOOST_REQUIRE_MESSAGE(!a.completed, "acquisition " << a.id << " completed twice");
+                BOOST_REQUIRE_MESSAGE(now_ <= a.deadline,
+                                      "acquisition " << a.id << " completed late");
+                a.completed = true;
+                a.granted = x.granted;
+                if (x.granted) {
+                    ++grants_;
+                    a.valid_until = a.fsm.valid_until();
+                } else if (x.ec == error::acquire_timeout) {
+                    ++timeouts_;
                 }
+                break;
+            case lock_action::kind::arm:
+                BOOST_REQUIRE(x.at == a.fsm.wake_at()); // the model's timers read wake_at()
+                break;
             }
         }
     }
 
-    bool head(const acquisition& a) {
-        auto it = procs_[a.proc].queues.find(a.name);
-        if (!a.fsm->queued())
-            return it == procs_[a.proc].queues.end(); // it would be first
-        return it != procs_[a.proc].queues.end() && it->second.q.is_head(a.id);
-    }
-    bool woken(const acquisition& a) {
-        auto it = procs_[a.proc].queues.find(a.name);
-        return it != procs_[a.proc].queues.end() && it->second.q.woken(a.id);
-    }
-    void wake(acquisition& a) {
-        if (a.fsm->current() == acquire_fsm::state::waiting)
-            act(a, a.fsm->on_wake(now_, head(a), woken(a), fsm_rng_));
+    // Runs one event of process `p`'s core and performs its actions.
+    template <class F>
+    void event(int p, F f) {
+        lock_actions out;
+        f(procs_[p].core, out);
+        perform(p, out);
     }
 
     void spawn() {
-        acquisition a;
-        a.id = static_cast<int>(ops_.size()) + 1;
-        a.proc = static_cast<int>(rng_() % processes);
-        a.name = static_cast<int>(rng_() % names);
-        a.owner = ++owners_;
-        acquire_params p;
+        acquire_params params;
         const auto kind = rng_() % 4;
-        p.once = kind == 0;
-        p.deadline = kind == 1 ? clock_type::time_point::max()
-                               : now_ + std::chrono::milliseconds(rng_() % 200);
-        p.lease = lease_;
-        p.drift = drift_;
-        p.retry_base = 5ms;
-        p.retry_max = 100ms;
-        a.deadline = p.deadline;
-        a.fsm = std::make_unique<acquire_fsm>(p);
+        params.once = kind == 0;
+        params.deadline = kind == 1 ? clock_type::time_point::max()
+                                    : now_ + std::chrono::milliseconds(rng_() % 200);
+        params.lease = lease_;
+        params.drift = drift_;
+        params.retry_base = 5ms;
+        params.retry_max = 100ms;
+        const int proc = static_cast<int>(rng_() % processes);
+        const int name = static_cast<int>(rng_() % names);
+        auto a = std::make_unique<acquisition>(params, name);
+        a->id = static_cast<int>(ops_.size()) + 1;
+        a->proc = proc;
+        a->name = name;
+        a->owner = ++owners_;
+        a->deadline = params.deadline;
         ops_.push_back(std::move(a));
-        auto& ref = ops_.back();
-        act(ref, ref.fsm->start(now_, procs_[ref.proc].queues.count(ref.name) != 0));
+        auto& ref = *ops_.back();
+        event(proc, [&](lock_core& c, lock_actions& out) { c.start(ref, now_, out); });
     }
 
     void release(acquisition& a) {
         note("release op " + std::to_string(a.id));
         a.released = true;
         procs_[a.proc].out.push_back({request::release, 0, a.owner, a.name, true});
-        // The hand-off, as the policy decides: the local head's attempt goes right behind the
+        // The hand-off, as the core decides: the local head's attempt goes right behind the
         // release, at most name_queue::max_handoff_streak times in a row.
-        auto it = procs_[a.proc].queues.find(a.name);
-        if (it != procs_[a.proc].queues.end() && it->second.release_hands_over())
-            if (const auto h = it->second.hand_off())
-                wake(ops_[h - 1]);
+        event(a.proc, [&](lock_core& c, lock_actions& out) {
+            if (c.release_hands_over(name_of[a.name]) && c.hand_off(name_of[a.name], now_, out))
+                ++handoffs_;
+        });
     }
 
     void deliver(int p) {
         auto f = procs_[p].in.front();
         procs_[p].in.pop_front();
+        auto& core = procs_[p].core;
         if (f.release_reply) {
-            if (auto it = procs_[p].queues.find(f.name); it != procs_[p].queues.end())
-                it->second.on_release_reply(f.released);
+            core.on_script_reply();
+            core.on_release_reply(name_of[f.name], f.released);
             return;
         }
         if (f.push) {
-            auto it = procs_[p].queues.find(f.name);
-            if (it != procs_[p].queues.end())
-                if (const auto h = it->second.on_message())
-                    wake(ops_[h - 1]);
+            event(p, [&](lock_core& c, lock_actions& out) {
+                c.on_release_message(name_of[f.name], now_, out);
+            });
             return;
         }
-        auto& a = ops_[f.op - 1];
+        auto& a = *ops_[f.op - 1];
         a.on_wire = false;
-        act(a, a.fsm->on_reply(now_, f.reply, head(a), woken(a), fsm_rng_));
+        core.on_script_reply();
+        event(p, [&](lock_core& c, lock_actions& out) { c.on_reply(a, f.reply, now_, out); });
         check_taken(a, f.reply);
     }
 
@@ -338,31 +339,32 @@ private:
         proc.out.clear();
         proc.in.clear();
         for (int n : failed_releases)
-            if (auto it = proc.queues.find(n); it != proc.queues.end())
-                it->second.on_release_reply(false);
-        for (int n = 0; n < names; ++n)
+            proc.core.on_release_reply(name_of[n], false);
+        for (int n = 0; n < names; ++n) {
             subscribed_[p][n] = false;
-        for (auto& [n, q] : proc.queues)
-            proc.out.push_back({request::subscribe, 0, 0, n});
+            if (proc.core.has_waiters(name_of[n]))
+                proc.out.push_back({request::subscribe, 0, 0, n});
+        }
         for (int id : unknown) {
-            auto& a = ops_[id - 1];
+            auto& a = *ops_[id - 1];
             a.on_wire = false;
             attempt_reply r;
             r.what = attempt_reply::kind::unknown;
             r.ec = error::connection_lost;
-            act(a, a.fsm->on_reply(now_, r, head(a), woken(a), fsm_rng_));
+            event(p, [&](lock_core& c, lock_actions& out) { c.on_reply(a, r, now_, out); });
             check_taken(a, r);
         }
-        for (auto& [n, q] : proc.queues) // the driver's listeners: a re-check after a reconnect
-            if (const auto h = q.on_message())
-                wake(ops_[h - 1]);
+        for (int n = 0; n < names; ++n) // the driver's listeners: a re-check after a reconnect
+            event(p, [&](lock_core& c, lock_actions& out) {
+                c.on_release_message(name_of[n], now_, out);
+            });
     }
 
     std::optional<clock_type::time_point> next_timer() const {
         std::optional<clock_type::time_point> t;
         for (auto& a : ops_)
-            if (a.fsm->wake_at() != clock_type::time_point::max() && (!t || a.fsm->wake_at() < *t))
-                t = a.fsm->wake_at();
+            if (a->fsm.wake_at() != clock_type::time_point::max() && (!t || a->fsm.wake_at() < *t))
+                t = a->fsm.wake_at();
         return t;
     }
 
@@ -373,8 +375,9 @@ private:
                 break;
             now_ = std::max(now_, *next);
             for (auto& a : ops_)
-                if (a.fsm->wake_at() <= now_)
-                    act(a, a.fsm->on_timer(now_, head(a)));
+                if (a->fsm.wake_at() <= now_)
+                    event(a->proc,
+                          [&](lock_core& c, lock_actions& out) { c.on_timer(*a, now_, out); });
         }
         now_ = std::max(now_, t);
     }
@@ -384,7 +387,7 @@ private:
             if (!p.out.empty() || !p.in.empty())
                 return true;
         for (auto& a : ops_)
-            if (!a.completed || a.on_wire)
+            if (!a->completed || a->on_wire)
                 return true;
         return false;
     }
@@ -411,13 +414,13 @@ private:
         } else if (choice < 76) {
             // Cancel one of the last few acquisitions: most of them are still running.
             if (spawning && !ops_.empty()) {
-                auto& a = ops_[ops_.size() - 1 - rng_() % std::min<std::size_t>(ops_.size(), 4)];
-                act(a, a.fsm->on_cancel());
+                auto& a = *ops_[ops_.size() - 1 - rng_() % std::min<std::size_t>(ops_.size(), 4)];
+                event(a.proc, [&](lock_core& c, lock_actions& out) { c.cancel(a, now_, out); });
             }
         } else if (choice < 86) {
             for (auto& a : ops_)
-                if (a.granted && !a.released && rng_() % 3 == 0) {
-                    release(a);
+                if (a->granted && !a->released && rng_() % 3 == 0) {
+                    release(*a);
                     break;
                 }
         } else if (choice < 94) {
@@ -430,7 +433,8 @@ private:
     }
 
     void check() {
-        for (auto& a : ops_) {
+        for (auto& ap : ops_) {
+            auto& a = *ap;
             if (!a.granted || a.released || now_ >= a.valid_until)
                 continue;
             BOOST_REQUIRE_MESSAGE(live(a.name) && keys_[a.name].owner == a.owner,
@@ -450,19 +454,18 @@ private:
     }
 
     std::mt19937 rng_;
-    std::minstd_rand fsm_rng_;
     const clock_type::time_point start_ = clock_type::time_point(100h);
     clock_type::time_point now_ = start_;
     const clock_type::duration lease_ = 60ms;
     const clock_type::duration drift_ = 5ms;
     key_state keys_[names];
     bool subscribed_[processes][names] = {};
-    process_state procs_[processes];
-    std::deque<acquisition> ops_; // ops_[id - 1]
+    std::deque<process_state> procs_;
+    std::deque<std::unique_ptr<acquisition>> ops_; // ops_[id - 1]
     std::uint64_t owners_ = 0, token_ = 0;
     std::deque<std::string> log_;
     std::set<std::uint64_t> undone_;
-    int grants_ = 0, timeouts_ = 0, drops_ = 0, undos_ = 0;
+    int grants_ = 0, timeouts_ = 0, drops_ = 0, undos_ = 0, handoffs_ = 0;
 };
 
 } // namespace
@@ -476,6 +479,7 @@ BOOST_AUTO_TEST_CASE(random_event_orders_keep_every_invariant) {
             m.run(4000);
         }
     }
+    BOOST_TEST(total_handoffs > 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
