@@ -2,6 +2,7 @@
 #include "core/claim_scripts.hpp"
 #include "io/access.hpp"
 #include "io/connection_impl.hpp"
+#include "io/exec.hpp"
 #include "io/owner_id.hpp"
 #include <corolock/claim.hpp>
 

@@ -2,6 +2,7 @@
 // The cluster router: it sequences the pure pieces (slot_table, parse_cluster_shards,
 // redirect_policy) over one connection per master. Every decision is in those pieces.
 #include "io/cluster_impl.hpp"
+#include "io/exec.hpp"
 #include "io/lock_service.hpp"
 #include <corolock/cluster.hpp>
 

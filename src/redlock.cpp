@@ -10,6 +10,7 @@
 #include "core/redlock_scripts.hpp"
 #include "io/access.hpp"
 #include "io/connection_impl.hpp"
+#include "io/exec.hpp"
 #include "io/owner_id.hpp"
 #include <corolock/redlock.hpp>
 

@@ -2,28 +2,27 @@
 #ifndef COROLOCK_SRC_DETAIL_CONNECTION_IMPL_HPP
 #define COROLOCK_SRC_DETAIL_CONNECTION_IMPL_HPP
 
+// The driver behind corolock::connection. Its member functions are defined by concept:
+// io/connection_impl.cpp (construction, queueing), io/run_loop.cpp (async_run, reconnects,
+// the reaper), io/connect.cpp (connect and handshake), io/read_loop.cpp, io/write_loop.cpp,
+// io/health_check.cpp, io/pubsub.cpp (listeners, SUBSCRIBE, push dispatch) and io/sentinel.cpp.
 #include "core/backoff.hpp"
 #include "core/multiplexer.hpp"
+#include "core/read_buffer.hpp"
 #include "core/script_request.hpp"
 #include "core/sentinel_resolve.hpp"
+#include "io/context_shutdown.hpp"
+#include "io/deliver.hpp"
+#include "io/push_listener.hpp"
+#include "io/stream.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/resp3/parser.hpp>
 
-#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/system_executor.hpp>
 
 #include <atomic>
 #include <functional>
@@ -32,190 +31,10 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 #include <string>
-#include <tuple>
-#include <type_traits>
-#include <variant>
 #include <vector>
 
 namespace corolock::detail {
-
-using io_executor = boost::asio::io_context::executor_type;
-using io_strand = boost::asio::strand<io_executor>;
-
-// The common executors of a completion handler, seen through a type-erased one: a handler's
-// executor reaches corolock as an any_completion_executor, and every copy of it that changes a
-// property (a post, work tracking) allocates. When it is an io_context's executor or a strand of
-// one, `f(concrete)` runs with the concrete executor and returns true; else nothing runs.
-template <class Executor, class F>
-bool with_concrete(const Executor& ex, F&& f) {
-    namespace execution = boost::asio::execution;
-    using tracked = decltype(boost::asio::prefer(std::declval<io_executor>(),
-                                                 execution::outstanding_work.tracked));
-    using tracked_strand = decltype(boost::asio::prefer(std::declval<io_strand>(),
-                                                        execution::outstanding_work.tracked));
-    if (auto* io = ex.template target<io_executor>())
-        return f(*io), true;
-    if (auto* io = ex.template target<tracked>())
-        return f(*io), true;
-    if (auto* st = ex.template target<io_strand>())
-        return f(*st), true;
-    if (auto* st = ex.template target<tracked_strand>())
-        return f(*st), true;
-    return false;
-}
-
-// The executor of `handler` (else `fallback`), as an any_completion_executor. Asking an erased
-// handler converts the fallback too: a concrete one costs no allocation.
-template <class Handler>
-boost::asio::any_completion_executor
-handler_executor(const Handler& handler, const boost::asio::any_io_executor& fallback) {
-    boost::asio::any_completion_executor ex;
-    if (!with_concrete(fallback, [&](const auto& c) {
-            ex = boost::asio::get_associated_executor(handler, c);
-        }))
-        ex = boost::asio::get_associated_executor(handler, fallback);
-    return ex;
-}
-
-// Outstanding work on `ex`, held while an operation is pending so that its io_context does not
-// run out of work. Concrete where possible (see with_concrete): no allocation.
-inline boost::asio::any_completion_executor
-tracked_work(const boost::asio::any_completion_executor& ex) {
-    namespace execution = boost::asio::execution;
-    boost::asio::any_completion_executor out;
-    if (!with_concrete(ex, [&](const auto& c) {
-            out = boost::asio::prefer(c, execution::outstanding_work.tracked);
-        }))
-        out = boost::asio::prefer(ex, execution::outstanding_work.tracked);
-    return out;
-}
-
-// Completes `handler` with `args` on `ex` (its associated executor, from handler_executor),
-// clearing its cancellation slot first. Always a post, never a dispatch: callers run on the
-// connection's strand, and a dispatch onto an executor whose thread is the strand's (an
-// io_context run by this thread) would run user code inside the strand, where a busy handler
-// stalls every reply. The executor of an erased handler (any_completion_executor) cannot be
-// required never-blocking, so the post goes to `fallback` (or the system executor if that cannot
-// either), whose work dispatcher then dispatches to the handler's executor, holding work on it
-// meanwhile; an io_context's executor or a strand of one is posted to directly.
-template <class Handler, class Executor, class... Args>
-void deliver_on(const boost::asio::any_completion_executor& ex, Handler&& handler,
-                const Executor& fallback, Args... args) {
-    auto fn = [h = std::forward<Handler>(handler), ... args = std::move(args)]() mutable {
-        boost::asio::get_associated_cancellation_slot(h).clear();
-        std::move(h)(std::move(args)...);
-    };
-    if (with_concrete(ex, [&](const auto& c) { boost::asio::post(c, std::move(fn)); }))
-        return;
-    auto bound = boost::asio::bind_executor(ex, std::move(fn));
-    if constexpr (boost::asio::can_require<Executor,
-                                           boost::asio::execution::blocking_t::never_t>::value)
-        boost::asio::post(fallback, std::move(bound));
-    else
-        boost::asio::post(boost::asio::system_executor(), std::move(bound));
-}
-
-// deliver_on the handler's own executor (else `fallback`'s).
-template <class Handler, class Executor, class... Args>
-void deliver(Handler&& handler, const Executor& fallback, Args... args) {
-    if constexpr (std::is_convertible_v<Executor, boost::asio::any_io_executor>) {
-        auto ex = handler_executor(handler, fallback);
-        deliver_on(ex, std::forward<Handler>(handler), fallback, std::move(args)...);
-    } else {
-        auto ex = boost::asio::get_associated_executor(handler, fallback);
-        deliver_on(ex, std::forward<Handler>(handler), fallback, std::move(args)...);
-    }
-}
-
-// Receives pub/sub messages of one channel, on the connection's strand. Must not block.
-class push_listener {
-public:
-    virtual ~push_listener() = default;
-    virtual void on_message(std::string_view channel, std::string_view payload) = 0;
-    // The connection was re-established and its subscriptions re-issued: messages published
-    // while it was down are lost, so state that waits for one should re-check.
-    virtual void on_reconnect() {}
-    // The connection stopped for good (async_run ended).
-    virtual void on_stop() {}
-    // Sharded pub/sub: the server unsubscribed the channel by itself (its slot moved to another
-    // node). Messages will not come here any more; state that waits for one should re-check.
-    virtual void on_slot_moved() { on_reconnect(); }
-    // The server refused to subscribe to the channel (error::subscribe_refused; the text is
-    // logged). Final for this listener: the connection does not retry it, not even after a
-    // reconnect, until every listener of the channel is gone. Messages will not come, so state
-    // that waits for one must rely on its own timer.
-    virtual void on_subscribe_failed(error_code /*ec*/) {}
-    // Sharded pub/sub: the node answered the subscription with a redirect (`text`, e.g.
-    // "MOVED 3999 127.0.0.1:7002"): it does not serve the channel's slot (any more). Not a
-    // refusal: nothing is subscribed here and the connection does not send it again (as for a
-    // refusal, until every listener of the channel is gone), so the listener's owner must
-    // subscribe where the slot is now (the cluster's relay does). A listener that cannot go
-    // elsewhere (a `subscription` on a node connection) takes it as a refusal: the default.
-    virtual void on_subscribe_redirected(std::string_view /*text*/) {
-        on_subscribe_failed(error::subscribe_refused);
-    }
-};
-
-// The byte stream under a connection: TCP, TLS over TCP, or a unix socket.
-class stream {
-public:
-    using tcp_socket = boost::asio::ip::tcp::socket;
-    using tls_stream = boost::asio::ssl::stream<tcp_socket>;
-    using unix_socket = boost::asio::local::stream_protocol::socket;
-    using io_result = std::tuple<error_code, std::size_t>;
-
-    boost::asio::awaitable<io_result> read_some(boost::asio::mutable_buffer b);
-    boost::asio::awaitable<io_result> write(boost::asio::const_buffer b);
-    boost::asio::awaitable<error_code> connect(const connection_config& cfg,
-                                               boost::asio::ssl::context* tls,
-                                               const boost::asio::any_io_executor& ex);
-    void close() noexcept;
-
-private:
-    std::variant<std::monostate, tcp_socket, tls_stream, unix_socket> s_;
-};
-
-// A growable byte buffer: [0, pos_) consumed, [pos_, end_) unread, [end_, size) free.
-class read_buffer {
-public:
-    std::string_view unread() const noexcept { return {data_.data() + pos_, end_ - pos_}; }
-    void consume(std::size_t n) noexcept { pos_ += n; }
-    // Free space for the next read, moving unread bytes to the front first.
-    boost::asio::mutable_buffer prepare(std::size_t min_free);
-    void commit(std::size_t n) noexcept { end_ += n; }
-    void clear() noexcept { pos_ = end_ = 0; }
-
-private:
-    std::vector<char> data_;
-    std::size_t pos_ = 0;
-    std::size_t end_ = 0;
-};
-
-// What a connection or cluster does when its execution context is destroyed (or shut down) with
-// operations still queued. The context destroys the handlers in its own queues; those queued
-// inside corolock (a request waiting for its reply, a lock waiter) it never sees, and they may
-// hold the very object that holds them (a coroutine owning its connection, a cluster's routing
-// coroutine): `abandon` destroys them, never invoking them, so that such cycles are freed.
-class context_shutdown_hook {
-public:
-    virtual void abandon() noexcept = 0;
-    virtual ~context_shutdown_hook() = default;
-};
-
-// Registers `hook` with the execution context of `ex` (any thread): `abandon()` is called when
-// that context shuts down, if the object is still alive then.
-void abandon_at_shutdown(const boost::asio::any_io_executor& ex,
-                         std::weak_ptr<context_shutdown_hook> hook);
-
-// std::make_shared<T>(args...), registered with abandon_at_shutdown on `ex`'s context.
-template <class T, class... Args>
-std::shared_ptr<T> make_abandonable(const boost::asio::any_io_executor& ex, Args&&... args) {
-    auto p = std::make_shared<T>(std::forward<Args>(args)...);
-    abandon_at_shutdown(ex, p);
-    return p;
-}
 
 class connection_impl : public std::enable_shared_from_this<connection_impl>,
                         public context_shutdown_hook {
@@ -394,61 +213,6 @@ private:
         replies_{0}, pushes_{0}, pushes_dropped_{0}, connects_{0}, resolves_{0},
         master_switches_{0};
 };
-
-// async_exec for corolock's own layers (wires the handler's cancellation slot, then queues the
-// entry on the strand): `req` and the adapter's target must outlive it.
-void start_exec(const std::shared_ptr<connection_impl>& impl, const request& req,
-                response_adapter adapter,
-                boost::asio::any_completion_handler<void(error_code, std::size_t)> handler);
-
-// EVALSHA, and EVAL once more on NOSCRIPT. `req` comes from make_evalsha (core/script_request).
-void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
-                std::shared_ptr<request> req, generic_response& resp,
-                boost::asio::any_completion_handler<void(error_code)> handler);
-
-// A request of corolock's own layers, queued on the strand: the entry carries `done`, which runs
-// on the strand (posted, never inside the multiplexer) once the multiplexer lets go of the
-// entry. One allocation, no type-erased handler and no executor copies (start_exec has all
-// three). Never cancelled: the lock layer decides what a late reply means.
-template <class Done>
-class strand_call final : public exec_entry {
-public:
-    strand_call(const boost::asio::any_io_executor& strand, const request& req,
-                response_adapter adapter, Done done)
-        : exec_entry(req, adapter, clock::now()), strand_(strand), done_(std::move(done)) {}
-
-private:
-    void on_complete(error_code ec, std::size_t) override {
-        boost::asio::post(strand_, [done = std::move(done_), ec]() mutable { done(ec); });
-    }
-
-    boost::asio::any_io_executor strand_;
-    Done done_;
-};
-
-// The most nodes a lock script's reply may store: the largest is a renewal batch's array (one
-// integer per lease, at most 100 a batch) with WAIT's integer. A hostile reply is refused after
-// these instead of connection_config::max_reply_nodes (256 Ki nodes, about 25 MB).
-inline constexpr std::size_t max_lock_reply_nodes = 1024;
-
-// start_eval for corolock's own layers, on the strand: EVALSHA `req`, and EVAL once more on
-// NOSCRIPT; then `done(ec)` runs on the strand. `c`, `s`, `req` and `resp` must live until then
-// (`done` may own them).
-template <class Done>
-void eval_on_strand(connection_impl& c, const script& s, const request& req, generic_response& resp,
-                    Done done) {
-    auto retry = [&c, &s, &req, &resp, done = std::move(done)](error_code ec) mutable {
-        if (ec || !is_noscript(resp))
-            return done(ec);
-        resp.clear();
-        auto eval = std::make_shared<request>(evalsha_to_eval(req, s));
-        auto last = [eval, done = std::move(done)](error_code ec) mutable { done(ec); };
-        c.add_entry(std::make_shared<strand_call<decltype(last)>>(
-            c.strand(), *eval, make_adapter(resp, max_lock_reply_nodes), std::move(last)));
-    };
-    c.add_entry(std::make_shared<strand_call<decltype(retry)>>(
-        c.strand(), req, make_adapter(resp, max_lock_reply_nodes), std::move(retry)));
-}
 
 } // namespace corolock::detail
 

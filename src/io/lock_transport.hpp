@@ -7,6 +7,7 @@
 #define COROLOCK_SRC_DETAIL_LOCK_TRANSPORT_HPP
 
 #include "io/connection_impl.hpp"
+#include "io/exec.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 

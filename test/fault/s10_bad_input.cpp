@@ -5,7 +5,7 @@
 // Every argument error of mutex_options and of the waits is here (invalid_lease,
 // invalid_argument, invalid_wait, invalid_name), as are empty leases, nested holds that outlive
 // their lease's release, double releases and the release of a lost lease.
-// Already covered in test/integration/mutex.cpp and connection.cpp, not repeated here:
+// Already covered in test/integration/mutex/ and connection.cpp, not repeated here:
 // a '}' name without a hash tag; a string at the lock name for acquire, try_acquire and
 // force_unlock (wrong_type_key_is_left_untouched); release after the key was deleted and
 // retaken (key_deleted_from_outside_signals_lost); a wrong password

@@ -451,7 +451,8 @@ BOOST_FIXTURE_TEST_CASE(destroying_or_cancelling_the_handle_aborts_its_acquires,
 }
 
 BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both) {
-    // As the single-name case (mutex/io_context_destroyed_with_a_holder_and_a_waiter_frees_both):
+    // As the single-name case
+    // (mutex/release/io_context_destroyed_with_a_holder_and_a_waiter_frees_both):
     // coroutines that own their multi-lock and multi-lease, one holding {a, b} and waiting for
     // its loss, one waiting for b of {b, c}, when the io_context is stopped and destroyed. The
     // members' waits and acquisitions are the lock layer's, which frees them at shutdown.

@@ -594,7 +594,8 @@ BOOST_AUTO_TEST_CASE(mutual_exclusion_of_contending_coroutines) {
 }
 
 BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both) {
-    // As the single-node case (mutex/io_context_destroyed_with_a_holder_and_a_waiter_frees_both):
+    // As the single-node case
+    // (mutex/release/io_context_destroyed_with_a_holder_and_a_waiter_frees_both):
     // coroutines that own their redlock and lease, one holding and waiting for its loss, one
     // waiting behind it, when the io_context is stopped and destroyed. Each frame is held by a
     // handler queued inside corolock (the lease's wait for loss, the pending acquisition of the

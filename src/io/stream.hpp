@@ -1,0 +1,44 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The byte stream under a connection, one type for its three transports.
+#ifndef COROLOCK_SRC_IO_STREAM_HPP
+#define COROLOCK_SRC_IO_STREAM_HPP
+
+#include <corolock/config.hpp>
+#include <corolock/error.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+
+#include <cstddef>
+#include <tuple>
+#include <variant>
+
+namespace corolock::detail {
+
+// The byte stream under a connection: TCP, TLS over TCP, or a unix socket.
+class stream {
+public:
+    using tcp_socket = boost::asio::ip::tcp::socket;
+    using tls_stream = boost::asio::ssl::stream<tcp_socket>;
+    using unix_socket = boost::asio::local::stream_protocol::socket;
+    using io_result = std::tuple<error_code, std::size_t>;
+
+    boost::asio::awaitable<io_result> read_some(boost::asio::mutable_buffer b);
+    boost::asio::awaitable<io_result> write(boost::asio::const_buffer b);
+    boost::asio::awaitable<error_code> connect(const connection_config& cfg,
+                                               boost::asio::ssl::context* tls,
+                                               const boost::asio::any_io_executor& ex);
+    void close() noexcept;
+
+private:
+    std::variant<std::monostate, tcp_socket, tls_stream, unix_socket> s_;
+};
+
+} // namespace corolock::detail
+
+#endif
