@@ -69,6 +69,12 @@ private:
 // At most this many leases per renew script.
 inline constexpr std::size_t max_renew_batch = 100;
 
+// The most nodes a lock script's reply may store: the largest is a renewal batch's array (one
+// integer per lease, at most max_renew_batch) with WAIT's integer. A hostile reply is refused
+// after these instead of connection_config::max_reply_nodes (256 Ki nodes, about 25 MB).
+inline constexpr std::size_t max_lock_reply_nodes = 1024;
+static_assert(max_lock_reply_nodes > max_renew_batch + 2);
+
 // The leases due for renewal, grouped into script calls: up to max_renew_batch a call, and on a
 // cluster (`sharded`) one slot a call, since a script's keys must share a slot. `slots[i]` is
 // lease i's slot. Each batch lists lease indices; within a slot the leases keep their order.

@@ -5,6 +5,7 @@
 #ifndef COROLOCK_SRC_IO_EXEC_HPP
 #define COROLOCK_SRC_IO_EXEC_HPP
 
+#include "core/lock_policy.hpp"
 #include "core/script_request.hpp"
 #include "io/connection_impl.hpp"
 
@@ -47,11 +48,6 @@ private:
     boost::asio::any_io_executor strand_;
     Done done_;
 };
-
-// The most nodes a lock script's reply may store: the largest is a renewal batch's array (one
-// integer per lease, at most 100 a batch) with WAIT's integer. A hostile reply is refused after
-// these instead of connection_config::max_reply_nodes (256 Ki nodes, about 25 MB).
-inline constexpr std::size_t max_lock_reply_nodes = 1024;
 
 // start_eval for corolock's own layers, on the strand: EVALSHA `req`, and EVAL once more on
 // NOSCRIPT; then `done(ec)` runs on the strand. `c`, `s`, `req` and `resp` must live until then

@@ -3,11 +3,16 @@
 // WAIT, the TRYAGAIN split), event by event, with no server.
 #include "core/lock_policy.hpp"
 
+#include <corolock/mutex.hpp>
+
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 using corolock::error;
@@ -120,6 +125,33 @@ BOOST_AUTO_TEST_CASE(try_again_splits_a_batch_of_several) {
     BOOST_TEST(!split_on_try_again(error::try_again, 1)); // alone already: waits it out
     BOOST_TEST(!split_on_try_again(error::moved, 5));
     BOOST_TEST(!split_on_try_again(error_code(), 5));
+}
+
+// The figures the docs state, read from the docs: changing one in the code without the docs
+// (or the docs without the code) fails here.
+namespace {
+std::string doc(const char* file) {
+    std::ifstream in(std::string(COROLOCK_DOC_DIR) + "/" + file);
+    BOOST_TEST_REQUIRE(in.good(), "cannot read doc/" << file);
+    std::ostringstream os;
+    os << in.rdbuf();
+    return os.str();
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(documented_defaults_and_limits_are_the_code_s) {
+    using namespace std::chrono_literals;
+    const auto design = doc("design.md"), usage = doc("usage.md");
+    BOOST_TEST(corolock::detail::max_lock_reply_nodes == 1024u);
+    BOOST_TEST(design.find("`max_lock_reply_nodes` (1,024) nodes") != std::string::npos);
+    BOOST_TEST(corolock::detail::max_renew_batch == 100u);
+    BOOST_TEST(design.find("renewal batches (100 a call") != std::string::npos);
+    BOOST_TEST(corolock::detail::name_queue::max_handoff_streak == 4u);
+    BOOST_TEST(design.find("At most 4 hand-offs in a row per name") != std::string::npos);
+    const corolock::mutex_options o;
+    BOOST_TEST((o.try_timeout == 1s));
+    BOOST_TEST(usage.find("| `try_timeout` | 1 s |") != std::string::npos);
+    BOOST_TEST(design.find("`now + try_timeout` (default 1 s)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
