@@ -81,7 +81,11 @@ struct redlock_spec {
 // answered NOSCRIPT, so never re-queued behind a release (an acquire that ran after our release
 // would leave our key behind).
 struct owner_requests {
-    owner_requests(const redlock_spec& spec, const owner_id& o) : owner(o) {
+    owner_requests(const redlock_spec& spec, const owner_id& o) : owner(o), nodes(spec.nodes) {
+        // From the first round to the lease's end, every node's connection carries this lock:
+        // it refuses blocking commands, as a connection with a mutex lease does.
+        for (auto& n : nodes)
+            n->redlock_users(+1);
         const std::string_view keys[] = {spec.name};
         const std::string_view lease_args[] = {view(owner), spec.lease_ms};
         const std::string_view release_args[] = {view(owner), spec.channel};
@@ -89,7 +93,14 @@ struct owner_requests {
         extend = make_eval(redlock_extend_script(), keys, lease_args);
         release = make_eval(redlock_release_script(), keys, release_args);
     }
+    ~owner_requests() {
+        for (auto& n : nodes)
+            n->redlock_users(-1);
+    }
+    owner_requests(const owner_requests&) = delete;
+    owner_requests& operator=(const owner_requests&) = delete;
     owner_id owner;
+    std::vector<std::shared_ptr<connection_impl>> nodes;
     request acquire, extend, release;
 };
 

@@ -60,6 +60,14 @@ public:
     // while the first connect is under way, and while reconnecting after a drop until an attempt
     // fails: a request queued then is written as soon as the connection is back.
     bool known_down() const noexcept { return down_flag_.load(std::memory_order_relaxed); }
+    // RedLock acquisitions and leases that use this connection as a node (any thread): with
+    // the lock service's, what makes it refuse blocking commands.
+    void redlock_users(int delta) noexcept {
+        redlock_users_.fetch_add(static_cast<std::size_t>(delta), std::memory_order_relaxed);
+    }
+    bool has_redlock_users() const noexcept {
+        return redlock_users_.load(std::memory_order_relaxed) != 0;
+    }
     connection_stats stats() const noexcept;
     // Queues an entry (posts to the strand).
     void submit(std::shared_ptr<exec_entry> e);
@@ -177,6 +185,7 @@ private:
     bool connected_ = false;
     std::atomic<bool> connected_flag_{false};
     std::atomic<bool> down_flag_{false}; // see known_down()
+    std::atomic<std::size_t> redlock_users_{0};
     std::minstd_rand rng_;
 
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;

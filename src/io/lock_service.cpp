@@ -174,7 +174,7 @@ bool carries(Owner& c) noexcept {
 } // namespace
 
 bool carries_locks(connection_impl& c) noexcept {
-    return carries(c);
+    return carries(c) || c.has_redlock_users();
 }
 
 bool carries_locks(cluster_impl& c) noexcept {

@@ -8,6 +8,7 @@
 #include "common/test_config.hpp"
 #include <corolock/claim.hpp>
 #include <corolock/mutex.hpp>
+#include <corolock/redlock.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -136,6 +137,38 @@ BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_waiting_acquire_is_refused, 
         BOOST_TEST(co_await eventually([&] { return done; }, 2s));
         BOOST_TEST(got.valid());
         co_await got.async_release();
+    });
+}
+
+// A RedLock lease is carried by every node's connection: a blocking command there would hold
+// back its extensions just the same.
+BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_redlock_lease_is_refused, fixture) {
+    run([&]() -> awaitable<void> {
+        // Three connections to one server: enough nodes for RedLock, one key for all of them.
+        auto& third = add_connection(corolock::test::config_for(srv), corolock::test::quiet());
+        corolock::connection* nodes[] = {&conn, &peer, &third};
+        corolock::request blpop;
+        blpop.push("BLPOP", "jobs", "0.05");
+        {
+            corolock::redlock_options o;
+            o.lease = 3s;
+            corolock::redlock rl(nodes, "lock:blpop-redlock", o);
+            corolock::redlock_lease l = co_await rl.async_acquire();
+            BOOST_TEST_REQUIRE(l.owns());
+            auto [ec, n] = co_await conn.async_exec(blpop, corolock::ignore, tuple_deferred);
+            BOOST_TEST(ec == error::blocking_command);
+            // Three nodes, one key: the first release deletes it and the others find nothing,
+            // so the release reports lease_lost here. Only what comes after matters.
+            co_await l.async_release(tuple_deferred);
+        }
+        // The lease object gone (its state is freed on the redlock's strand): allowed again.
+        error_code after = error::blocking_command;
+        for (int i = 0; i < 50 && after == error::blocking_command; ++i) {
+            co_await corolock::test::sleep_for(10ms);
+            auto [ec, n] = co_await conn.async_exec(blpop, corolock::ignore, tuple_deferred);
+            after = ec;
+        }
+        BOOST_TEST(!after);
     });
 }
 
