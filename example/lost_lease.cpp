@@ -115,7 +115,12 @@ asio::awaitable<void> pause_longer_than_lease(corolock::connection& conn, const 
     corolock::mutex_options fixed;
     fixed.lease = 500ms;
     fixed.watchdog = false;
-    corolock::mutex m(conn, lock, fixed); // shared by A and B
+    corolock::mutex m(conn, lock, fixed); // A's
+    // B's handle on the same lock: a longer fixed lease, so that B still holds when the checks
+    // below run, however late A's pause ends on a loaded machine.
+    corolock::mutex_options b_fixed = fixed;
+    b_fixed.lease = 5s;
+    corolock::mutex mb(conn, lock, b_fixed);
     const auto exec = co_await asio::this_coro::executor;
 
     const auto t0 = clock_type::now();
@@ -137,7 +142,7 @@ asio::awaitable<void> pause_longer_than_lease(corolock::connection& conn, const 
     double b_at = -1;
     corolock::lease b;
     auto b_side = [&]() -> asio::awaitable<void> {
-        auto [e, l] = co_await m.async_acquire_for(3s, tuple);
+        auto [e, l] = co_await mb.async_acquire_for(3s, tuple);
         b_ec = e;
         b = std::move(l);
         b_at = ex::to_ms(clock_type::now() - t0);
@@ -149,7 +154,7 @@ asio::awaitable<void> pause_longer_than_lease(corolock::connection& conn, const 
     co_await ex::sleep_for(800ms); // A's pause
     // If B gave up or is stuck, do not leave its coroutine behind.
     while (b_at < 0) {
-        m.cancel();
+        mb.cancel();
         co_await ex::sleep_for(10ms);
     }
     const double woke_at = ex::to_ms(clock_type::now() - t0);
@@ -172,7 +177,7 @@ asio::awaitable<void> pause_longer_than_lease(corolock::connection& conn, const 
              "A's release reports " + rel.message() + " (its section may have overlapped B's)");
     while (lost_at < 0) // the release ended the wait if the loss was never reported
         co_await ex::sleep_for(10ms);
-    const auto ttl = co_await m.async_remaining_ttl();
+    const auto ttl = co_await mb.async_remaining_ttl();
     c.expect(b.valid() && ttl > 0, "B's lock is untouched (" + std::to_string(ttl) + " ms left)");
     auto [brel] = co_await b.async_release(tuple);
     c.expect(!brel, "B releases");
