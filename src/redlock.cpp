@@ -174,7 +174,9 @@ struct redlock_core : std::enable_shared_from_this<redlock_core>, context_shutdo
 };
 
 // Arms `timer` at `t` unless it is armed for `t` already (max: disarms it); at `t` it calls
-// `fire(*self)`. One timer per acquisition and per lease, re-armed after every event.
+// `fire(*self, late)`, `late` being how long after `t` it runs (a stalled process runs it late,
+// possibly ahead of answers that arrived in time: worth a word in the log). One timer per
+// acquisition and per lease, re-armed after every event.
 template <class Self, class F>
 void rearm(std::shared_ptr<Self> self, asio::steady_timer& timer, clock::time_point& armed,
            clock::time_point t, F fire) {
@@ -190,7 +192,7 @@ void rearm(std::shared_ptr<Self> self, asio::steady_timer& timer, clock::time_po
         if (ec || armed != t)
             return;
         armed = clock::time_point::max();
-        fire(*self);
+        fire(*self, clock::now() - t);
     });
 }
 
@@ -284,7 +286,24 @@ struct redlock_lease_state : std::enable_shared_from_this<redlock_lease_state>,
 
     void arm() {
         rearm(shared_from_this(), timer, armed, fsm.wake_at(),
-              [](redlock_lease_state& s) { s.act(s.fsm.on_timer(clock::now())); });
+              [](redlock_lease_state& s, clock::duration late) {
+                  const auto before = s.fsm.current();
+                  const auto round = s.fsm.round();
+                  const auto missing = s.fsm.tally().missing();
+                  const auto a = s.fsm.on_timer(clock::now());
+                  // An extension or a release decided by the timer, not by the votes.
+                  const bool decided = (before == redlock_lease_fsm::state::extending ||
+                                        before == redlock_lease_fsm::state::releasing) &&
+                                       s.fsm.current() != before;
+                  if (const auto& log = s.core->spec->log();
+                      decided && log.enabled(logger::level::debug))
+                      log.log(logger::level::debug,
+                              describe(*s.core->spec) + "lease: round " + std::to_string(round) +
+                                  " decided by the timer with " + std::to_string(missing) +
+                                  " votes missing (it ran " + std::to_string(to_ms(late)) +
+                                  " ms late)");
+                  s.act(a);
+              });
     }
 
     void release(completion_ec done) {
@@ -413,13 +432,25 @@ private:
     }
 
     void arm() {
-        rearm(shared_from_this(), timer_, armed_, fsm_.wake_at(), [](redlock_acquire_op& op) {
-            const bool attempting = op.fsm_.current() == redlock_acquire_fsm::state::attempting;
-            const auto a = op.fsm_.on_timer(clock::now(), op.core_->rng);
-            if (attempting && op.fsm_.timed_out())
-                op.core_->stats.rounds_timed_out.fetch_add(1, std::memory_order_relaxed);
-            op.act(a);
-        });
+        rearm(shared_from_this(), timer_, armed_, fsm_.wake_at(),
+              [](redlock_acquire_op& op, clock::duration late) {
+                  const bool attempting =
+                      op.fsm_.current() == redlock_acquire_fsm::state::attempting;
+                  const auto round = op.fsm_.round();
+                  const auto missing = op.fsm_.tally().missing();
+                  const auto a = op.fsm_.on_timer(clock::now(), op.core_->rng);
+                  if (attempting && op.fsm_.timed_out())
+                      op.core_->stats.rounds_timed_out.fetch_add(1, std::memory_order_relaxed);
+                  // The round decided by the timer (node timeout or deadline), not by the votes.
+                  if (attempting && (a.release_all || a.complete || a.send_round))
+                      if (const auto& log = op.spec().log(); log.enabled(logger::level::debug))
+                          log.log(logger::level::debug,
+                                  describe(op.spec()) + "acquire round " + std::to_string(round) +
+                                      " decided by the timer with " + std::to_string(missing) +
+                                      " votes missing (it ran " + std::to_string(to_ms(late)) +
+                                      " ms late)");
+                  op.act(a);
+              });
     }
 
     void complete(error_code ec, bool granted) {
