@@ -120,6 +120,36 @@ awaitable<stream::io_result> stream::write(asio::const_buffer b) {
     co_return io_result{asio::error::not_connected, 0};
 }
 
+std::size_t stream::write_now(asio::const_buffer b, error_code& ec) {
+    if (auto* s = std::get_if<tcp_socket>(&s_))
+        return s->write_some(b, ec);
+    if (auto* s = std::get_if<unix_socket>(&s_))
+        return s->write_some(b, ec);
+    ec = asio::error::operation_not_supported;
+    return 0;
+}
+
+std::size_t stream::read_now(asio::mutable_buffer b, error_code& ec) {
+    if (auto* s = std::get_if<tcp_socket>(&s_))
+        return s->read_some(b, ec);
+    if (auto* s = std::get_if<unix_socket>(&s_))
+        return s->read_some(b, ec);
+    ec = asio::error::operation_not_supported;
+    return 0;
+}
+
+awaitable<error_code> stream::wait_readable() {
+    if (auto* s = std::get_if<tcp_socket>(&s_)) {
+        auto [ec] = co_await s->async_wait(tcp_socket::wait_read, nothrow);
+        co_return ec;
+    }
+    if (auto* s = std::get_if<unix_socket>(&s_)) {
+        auto [ec] = co_await s->async_wait(unix_socket::wait_read, nothrow);
+        co_return ec;
+    }
+    co_return asio::error::not_connected;
+}
+
 awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::context* tls,
                                       const asio::any_io_executor& ex) {
     close();
@@ -128,6 +158,8 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
         unix_socket sock(ex);
         auto [ec] = co_await sock.async_connect(
             asio::local::stream_protocol::endpoint(cfg.unix_socket), nothrow);
+        if (!ec)
+            sock.non_blocking(true, ec); // for write_now and read_now
         if (!ec)
             s_.emplace<unix_socket>(std::move(sock));
         co_return ec;
@@ -143,6 +175,8 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
     error_code ignored;
     sock.set_option(asio::ip::tcp::no_delay(true), ignored);
     if (!cfg.use_tls) {
+        if (sock.non_blocking(true, cec); cec) // for write_now and read_now
+            co_return cec;
         s_.emplace<tcp_socket>(std::move(sock));
         co_return error_code{};
     }
@@ -582,18 +616,56 @@ void connection_impl::on_push_complete() {
         l->on_message(nodes[2].value, nodes[3].value);
 }
 
+void connection_impl::notify_writer() {
+    // Nothing in flight and no write under way: a lone request (one coroutine's next script)
+    // goes out now, in the call that queued it. Waking the writer instead cost a timer
+    // completion, the coroutine's resumption, an async_write and its posted completion: about a
+    // third of the handlers and system calls (a reactor poll per handler chain) of an awaited
+    // acquire + release at one coroutine. With replies pending, the writer is woken instead and
+    // writes everything queued until it runs in one go (pipelining at many coroutines).
+    if (!writing_ && unwritten_.empty() && mpx_.in_flight() == 0 && stream_.is_plain())
+        return write_now();
+    writer_timer_.cancel();
+}
+
+void connection_impl::write_now() {
+    std::size_t commands = 0;
+    const auto buf = mpx_.prepare_write(commands);
+    error_code ec;
+    const auto n = stream_.write_now(asio::buffer(buf), ec);
+    if (n == buf.size())
+        return wrote(commands, n);
+    // Partly written, would block, or failed: the writer goes on from there (and meets the
+    // error, if any, on its own write).
+    unwritten_ = buf.substr(n);
+    unwritten_commands_ = commands;
+    unwritten_done_ = n;
+    writer_timer_.cancel();
+}
+
+void connection_impl::wrote(std::size_t commands, std::size_t bytes) {
+    mpx_.commit_write();
+    commands_.fetch_add(commands, std::memory_order_relaxed);
+    writes_.fetch_add(1, std::memory_order_relaxed);
+    bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 awaitable<error_code> connection_impl::writer() {
     for (;;) {
-        while (mpx_.has_waiting()) {
-            std::size_t commands = 0;
-            auto buf = mpx_.prepare_write(commands);
+        while (!unwritten_.empty() || mpx_.has_waiting()) {
+            std::size_t commands = unwritten_commands_;
+            std::size_t done = unwritten_done_;
+            auto buf = unwritten_;
+            unwritten_ = {};
+            unwritten_commands_ = unwritten_done_ = 0;
+            if (buf.empty())
+                buf = mpx_.prepare_write(commands);
+            writing_ = true;
             auto [ec, n] = co_await stream_.write(asio::buffer(buf));
+            writing_ = false;
             if (ec)
                 co_return ec;
-            mpx_.commit_write();
-            commands_.fetch_add(commands, std::memory_order_relaxed);
-            writes_.fetch_add(1, std::memory_order_relaxed);
-            bytes_written_.fetch_add(n, std::memory_order_relaxed);
+            wrote(commands, done + n);
         }
         writer_timer_.expires_at(clock::time_point::max());
         co_await writer_timer_.async_wait(nothrow);
@@ -713,6 +785,9 @@ void connection_impl::on_disconnected(error_code ec) {
     // queued meanwhile should wait for it, not be refused.
     connected_flag_.store(false, std::memory_order_relaxed);
     stream_.close();
+    writing_ = false;
+    unwritten_ = {};
+    unwritten_commands_ = unwritten_done_ = 0;
     rbuf_.clear();
     parser_.reset();
     route_ = route::none;

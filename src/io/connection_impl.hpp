@@ -168,6 +168,15 @@ public:
 
     boost::asio::awaitable<io_result> read_some(boost::asio::mutable_buffer b);
     boost::asio::awaitable<io_result> write(boost::asio::const_buffer b);
+    // A plain socket (TCP or unix, in non-blocking mode), not TLS: what the *_now calls need.
+    bool is_plain() const noexcept {
+        return std::holds_alternative<tcp_socket>(s_) || std::holds_alternative<unix_socket>(s_);
+    }
+    // Plain sockets only: a write or read now, without the reactor (would_block when the socket
+    // cannot take or give bytes); a wait until bytes can be read.
+    std::size_t write_now(boost::asio::const_buffer b, error_code& ec);
+    std::size_t read_now(boost::asio::mutable_buffer b, error_code& ec);
+    boost::asio::awaitable<error_code> wait_readable();
     boost::asio::awaitable<error_code> connect(const connection_config& cfg,
                                                boost::asio::ssl::context* tls,
                                                const boost::asio::any_io_executor& ex);
@@ -300,7 +309,11 @@ private:
     void on_push_complete();
     void on_connected();
     void on_disconnected(error_code ec);
-    void notify_writer() { writer_timer_.cancel(); }
+    // Something was queued: written at once when the pipeline is idle (see write_now), else
+    // the writer is woken and coalesces everything queued meanwhile into its next write.
+    void notify_writer();
+    void write_now();
+    void wrote(std::size_t commands, std::size_t bytes);
     void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,
                          bool front);
 
@@ -347,6 +360,12 @@ private:
     bool in_attribute_ = false;
     std::vector<resp3::node> push_nodes_;
 
+    // The writer: its coroutine is inside a write; what a write_now left unwritten (a view of
+    // the multiplexer's buffer), with its command count and what was written of it already.
+    bool writing_ = false;
+    std::string_view unwritten_;
+    std::size_t unwritten_commands_ = 0;
+    std::size_t unwritten_done_ = 0;
     boost::asio::steady_timer writer_timer_;
     boost::asio::steady_timer reaper_timer_;
     boost::asio::steady_timer sleep_timer_;
