@@ -129,27 +129,6 @@ std::size_t stream::write_now(asio::const_buffer b, error_code& ec) {
     return 0;
 }
 
-std::size_t stream::read_now(asio::mutable_buffer b, error_code& ec) {
-    if (auto* s = std::get_if<tcp_socket>(&s_))
-        return s->read_some(b, ec);
-    if (auto* s = std::get_if<unix_socket>(&s_))
-        return s->read_some(b, ec);
-    ec = asio::error::operation_not_supported;
-    return 0;
-}
-
-awaitable<error_code> stream::wait_readable() {
-    if (auto* s = std::get_if<tcp_socket>(&s_)) {
-        auto [ec] = co_await s->async_wait(tcp_socket::wait_read, nothrow);
-        co_return ec;
-    }
-    if (auto* s = std::get_if<unix_socket>(&s_)) {
-        auto [ec] = co_await s->async_wait(unix_socket::wait_read, nothrow);
-        co_return ec;
-    }
-    co_return asio::error::not_connected;
-}
-
 awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::context* tls,
                                       const asio::any_io_executor& ex) {
     close();
@@ -159,7 +138,7 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
         auto [ec] = co_await sock.async_connect(
             asio::local::stream_protocol::endpoint(cfg.unix_socket), nothrow);
         if (!ec)
-            sock.non_blocking(true, ec); // for write_now and read_now
+            sock.non_blocking(true, ec); // for write_now
         if (!ec)
             s_.emplace<unix_socket>(std::move(sock));
         co_return ec;
@@ -175,7 +154,7 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
     error_code ignored;
     sock.set_option(asio::ip::tcp::no_delay(true), ignored);
     if (!cfg.use_tls) {
-        if (sock.non_blocking(true, cec); cec) // for write_now and read_now
+        if (sock.non_blocking(true, cec); cec) // for write_now
             co_return cec;
         s_.emplace<tcp_socket>(std::move(sock));
         co_return error_code{};
@@ -573,7 +552,11 @@ error_code connection_impl::process_input() {
                 on_push_complete();
             } else {
                 replies_.fetch_add(1, std::memory_order_relaxed);
-                mpx_.on_reply_end(bytes);
+                in_reply_end_ = true;
+                const auto completed = mpx_.on_reply_end(bytes); // alive till c->run() ends
+                in_reply_end_ = false;
+                if (auto* c = std::exchange(continuation_, nullptr))
+                    c->run();
             }
             route_ = route::none;
             if (demoted_) {

@@ -81,9 +81,9 @@ error_code multiplexer::on_node(const resp3::node_view& n) {
     return {};
 }
 
-void multiplexer::on_reply_end(std::size_t bytes) {
+multiplexer::entry_ptr multiplexer::on_reply_end(std::size_t bytes) {
     if (in_flight_.empty())
-        return;
+        return nullptr;
     auto& head = *in_flight_.front();
     using guard = exec_entry::guard_state;
     head.bytes_read_ += bytes;
@@ -91,14 +91,15 @@ void multiplexer::on_reply_end(std::size_t bytes) {
     if (head.guard_ == guard::refusal) {
         // The refusal stands for the command's reply, but the guard's PONG is still to come.
         head.guard_ = guard::skip_pong;
-        return;
+        return nullptr;
     }
     head.guard_ = guard::none;
     if (++head.replies_ < head.expected_)
-        return;
+        return nullptr;
     auto e = std::move(in_flight_.front());
     in_flight_.pop_front();
     e->complete(e->adapter_ec_);
+    return e;
 }
 
 bool multiplexer::cancel(const entry_ptr& e) {

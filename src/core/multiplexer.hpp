@@ -114,8 +114,10 @@ public:
     // At a subscription's guard slot, an error reply is the subscription's refusal (recorded,
     // and the guard's PONG that follows it is dropped), anything else is the PONG.
     error_code on_node(const resp3::node_view& n);
-    // The reply whose nodes were just fed is complete; `bytes` is its size on the wire.
-    void on_reply_end(std::size_t bytes);
+    // The reply whose nodes were just fed is complete; `bytes` is its size on the wire. Returns
+    // the request it completed, if any: it lives until the caller lets go (whatever its
+    // on_complete left to do after the multiplexer returned can still use it).
+    entry_ptr on_reply_end(std::size_t bytes);
 
     // Cancels one request. Waiting: removed, completes with operation_aborted. Written: completes
     // with operation_aborted now; its reply will still be read and dropped. Returns false when it

@@ -168,15 +168,13 @@ public:
 
     boost::asio::awaitable<io_result> read_some(boost::asio::mutable_buffer b);
     boost::asio::awaitable<io_result> write(boost::asio::const_buffer b);
-    // A plain socket (TCP or unix, in non-blocking mode), not TLS: what the *_now calls need.
+    // A plain socket (TCP or unix, in non-blocking mode), not TLS: what write_now needs.
     bool is_plain() const noexcept {
         return std::holds_alternative<tcp_socket>(s_) || std::holds_alternative<unix_socket>(s_);
     }
-    // Plain sockets only: a write or read now, without the reactor (would_block when the socket
-    // cannot take or give bytes); a wait until bytes can be read.
+    // Plain sockets only: a write now, without the reactor (would_block when the socket cannot
+    // take the bytes).
     std::size_t write_now(boost::asio::const_buffer b, error_code& ec);
-    std::size_t read_now(boost::asio::mutable_buffer b, error_code& ec);
-    boost::asio::awaitable<error_code> wait_readable();
     boost::asio::awaitable<error_code> connect(const connection_config& cfg,
                                                boost::asio::ssl::context* tls,
                                                const boost::asio::any_io_executor& ex);
@@ -261,6 +259,25 @@ public:
     void remove_listener(const std::string& channel, const push_listener* l);
     std::size_t push_buffer_size() const noexcept { return cfg_.push_buffer_size; }
     void count_dropped_push() noexcept { pushes_dropped_.fetch_add(1, std::memory_order_relaxed); }
+
+    // A continuation that can run on the strand right after the multiplexer let go of its entry.
+    class inline_continuation {
+    public:
+        virtual void run() = 0;
+
+    protected:
+        ~inline_continuation() = default;
+    };
+    // Strand only, from an entry's on_complete: true when the reader is handing a reply to the
+    // multiplexer; `c` then runs as soon as the multiplexer returns, still in the reader's turn
+    // on the strand (false: post it). Saves a post to the strand, and the reactor poll of the
+    // handler chain it starts, per reply.
+    bool continue_inline(inline_continuation& c) noexcept {
+        if (!in_reply_end_)
+            return false;
+        continuation_ = &c;
+        return true;
+    }
 
     // The lock layer's per-connection state, created on first use by `make(stop, reconnect)`
     // (any thread), which may also set the hooks: `stop` is called on the strand when async_run
@@ -357,6 +374,8 @@ private:
     read_buffer rbuf_;
     resp3::parser parser_;
     enum class route { none, reply, push } route_ = route::none;
+    bool in_reply_end_ = false;
+    inline_continuation* continuation_ = nullptr;
     bool in_attribute_ = false;
     std::vector<resp3::node> push_nodes_;
 
@@ -426,23 +445,28 @@ void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 boost::asio::any_completion_handler<void(error_code)> handler);
 
 // A request of corolock's own layers, queued on the strand: the entry carries `done`, which runs
-// on the strand (posted, never inside the multiplexer) once the multiplexer lets go of the
-// entry. One allocation, no type-erased handler and no executor copies (start_exec has all
-// three). Never cancelled: the lock layer decides what a late reply means.
+// on the strand, never inside the multiplexer: right after it, when a reply completed the entry
+// (connection_impl::continue_inline), else posted (a failure, a reconnect). One allocation, no
+// type-erased handler and no executor copies (start_exec has all three). Never cancelled: the
+// lock layer decides what a late reply means.
 template <class Done>
-class strand_call final : public exec_entry {
+class strand_call final : public exec_entry, connection_impl::inline_continuation {
 public:
-    strand_call(const boost::asio::any_io_executor& strand, const request& req,
-                response_adapter adapter, Done done)
-        : exec_entry(req, adapter, clock::now()), strand_(strand), done_(std::move(done)) {}
+    strand_call(connection_impl& c, const request& req, response_adapter adapter, Done done)
+        : exec_entry(req, adapter, clock::now()), conn_(c), done_(std::move(done)) {}
 
 private:
     void on_complete(error_code ec, std::size_t) override {
-        boost::asio::post(strand_, [done = std::move(done_), ec]() mutable { done(ec); });
+        ec_ = ec;
+        if (conn_.continue_inline(*this))
+            return;
+        boost::asio::post(conn_.strand(), [done = std::move(done_), ec]() mutable { done(ec); });
     }
+    void run() override { done_(ec_); }
 
-    boost::asio::any_io_executor strand_;
+    connection_impl& conn_; // owns the multiplexer that owns this entry
     Done done_;
+    error_code ec_;
 };
 
 // The most nodes a lock script's reply may store: the largest is a renewal batch's array (one
@@ -463,10 +487,10 @@ void eval_on_strand(connection_impl& c, const script& s, const request& req, gen
         auto eval = std::make_shared<request>(evalsha_to_eval(req, s));
         auto last = [eval, done = std::move(done)](error_code ec) mutable { done(ec); };
         c.add_entry(std::make_shared<strand_call<decltype(last)>>(
-            c.strand(), *eval, make_adapter(resp, max_lock_reply_nodes), std::move(last)));
+            c, *eval, make_adapter(resp, max_lock_reply_nodes), std::move(last)));
     };
     c.add_entry(std::make_shared<strand_call<decltype(retry)>>(
-        c.strand(), req, make_adapter(resp, max_lock_reply_nodes), std::move(retry)));
+        c, req, make_adapter(resp, max_lock_reply_nodes), std::move(retry)));
 }
 
 } // namespace corolock::detail
