@@ -116,8 +116,7 @@ bool multiplexer::cancel(const entry_ptr& e) {
 }
 
 void multiplexer::on_connection_lost(error_code ec) {
-    auto lost = std::move(in_flight_);
-    in_flight_.clear();
+    auto lost = in_flight_.take_all();
     auto unconfirmed = std::move(no_reply_);
     no_reply_.clear();
     for (auto& e : lost)
@@ -148,7 +147,7 @@ void multiplexer::abandon_all() noexcept {
     // Moved out first: destroying an entry may destroy a coroutine whose locals touch nothing
     // here, but never while the queues are half cleared.
     auto waiting = std::move(waiting_);
-    auto in_flight = std::move(in_flight_);
+    auto in_flight = in_flight_.take_all();
     auto no_reply = std::move(no_reply_);
     waiting_.clear();
     in_flight_.clear();
