@@ -606,7 +606,8 @@ void connection_impl::notify_writer() {
     // third of the handlers and system calls (a reactor poll per handler chain) of an awaited
     // acquire + release at one coroutine. With replies pending, the writer is woken instead and
     // writes everything queued until it runs in one go (pipelining at many coroutines).
-    if (!writing_ && unwritten_.empty() && mpx_.in_flight() == 0 && stream_.is_plain())
+    if (!writing_ && unwritten_.empty() && mpx_.in_flight() == 0 && stream_.is_plain() &&
+        write_batches_.load(std::memory_order_relaxed) == 0)
         return write_now();
     writer_timer_.cancel();
 }

@@ -265,6 +265,26 @@ public:
     // Queues an entry (posts to the strand).
     void submit(std::shared_ptr<exec_entry> e);
 
+    // While one lives, a request queued here waits for the writer instead of going out at once
+    // (write_now), so that requests queued together leave in one write: a multi-lock's tries
+    // and releases, a release and the hand-off attempt behind it. Any thread.
+    class write_batch {
+    public:
+        explicit write_batch(connection_impl* c) noexcept : c_(c) {
+            if (c_)
+                c_->write_batches_.fetch_add(1, std::memory_order_relaxed);
+        }
+        ~write_batch() {
+            if (c_)
+                c_->write_batches_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        write_batch(const write_batch&) = delete;
+        write_batch& operator=(const write_batch&) = delete;
+
+    private:
+        connection_impl* c_;
+    };
+
     // --- strand only
     void add_entry(std::shared_ptr<exec_entry> e);
     void cancel_entry(const std::shared_ptr<exec_entry>& e) { mpx_.cancel(e); }
@@ -395,6 +415,7 @@ private:
     // The writer: its coroutine is inside a write; what a write_now left unwritten (a view of
     // the multiplexer's buffer), with its command count and what was written of it already.
     bool writing_ = false;
+    std::atomic<int> write_batches_{0};
     std::string_view unwritten_;
     std::size_t unwritten_commands_ = 0;
     std::size_t unwritten_done_ = 0;
