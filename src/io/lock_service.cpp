@@ -347,7 +347,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     bool hand_over = false;
     if (auto it = queues_.find(s->spec->name); it != queues_.end())
         hand_over = it->second.state.release_hands_over();
-    const auto batch = io_.write_batch(); // the release and the hand-off's attempt, one write
+    const auto batch = io_.write_batch(hand_over); // the release and the attempt: one write
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : detail::make_evalsha(release_script(), keys, args));

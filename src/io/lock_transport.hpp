@@ -55,8 +55,8 @@ public:
 
     // Any thread: requests queued while it lives leave together (connection_impl::write_batch;
     // nothing to do on a cluster, whose nodes are written by their own writers).
-    connection_impl::write_batch write_batch() const noexcept {
-        return connection_impl::write_batch(conn_);
+    connection_impl::write_batch write_batch(bool on = true) const noexcept {
+        return connection_impl::write_batch(on ? conn_ : nullptr);
     }
 
     // Any thread: a user's request (start_exec / start_eval of the connection, routed by `key` on
