@@ -41,12 +41,17 @@ void usage(std::ostream& os) {
           "            mutex, uncontended cycles/s (1, 50, 256 coroutines), contended (50, 1 ms)\n"
           "  cluster:  a private 3-master cluster against a private standalone server:\n"
           "            uncontended cycles/s (1, 50 coroutines), master SIGKILL to first acquire\n"
-          "  --coroutines K   pipeline: concurrent coroutines on one connection (default 256)\n"
+          "  --coroutines K   pipeline: concurrent coroutines on one connection (default 256);\n"
+          "                   lock: run the uncontended figures at this count only\n"
           "  --seconds S      measured time per figure (pipeline: 5 after 1 s warm-up;\n"
           "                   lock: 3 after 0.5 s warm-up; soak: 300 in all)\n"
           "  --interval I     soak: seconds between samples (default 10)\n"
           "  --threads N      pipeline: io_context threads (default 1; lock and soak use one)\n"
           "  --locks N        locks held under the watchdog (lock: 100000, soak: 10000)\n"
+          "  --runs N         lock: runs of each uncontended figure and its reference\n"
+          "                   (default 3); median [min-max] printed\n"
+          "  --only LIST      lock: only these sections, comma-separated, of uncontended,\n"
+          "                   drop, allocs, contended, many (default: all)\n"
           "  --alloc-sites    lock: also print where one acquire+release cycle allocates\n"
           "                   (a backtrace per operator new; slow, measured separately)\n"
           "  --host H         use this server instead of starting one (default 127.0.0.1)\n"
@@ -94,6 +99,15 @@ std::optional<options> parse_options(int argc, char** argv, int first) {
         } else if (arg == "--coroutines") {
             auto v = value();
             ok = v && parse_number(*v, o.coroutines) && o.coroutines > 0;
+            o.coroutines_given = ok;
+        } else if (arg == "--runs") {
+            auto v = value();
+            ok = v && parse_number(*v, o.runs) && o.runs > 0 && o.runs <= 100;
+        } else if (arg == "--only") {
+            auto v = value();
+            ok = v.has_value() && !v->empty();
+            if (ok)
+                o.only = std::string(*v);
         } else if (arg == "--locks") {
             auto v = value();
             ok = v && parse_number(*v, o.locks) && o.locks > 0;
@@ -247,6 +261,16 @@ double percentile(std::vector<double>& v, double p) {
     return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
+spread spread_of(std::vector<double> v) {
+    std::erase_if(v, [](double x) { return !std::isfinite(x); });
+    if (v.empty())
+        return {};
+    std::sort(v.begin(), v.end());
+    const auto n = v.size();
+    const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return {median, v.front(), v.back()};
+}
+
 // ------------------------------------------------------------------------------------------------
 // printing
 
@@ -268,9 +292,19 @@ std::string kib(double bytes) {
     return show(bytes / 1024.0, 0);
 }
 
+std::string show_spread(const spread& s, int precision) {
+    if (!std::isfinite(s.median))
+        return "n/a";
+    return show(s.median, precision) + " [" + show(s.min, precision) + "-" +
+           show(s.max, precision) + "]";
+}
+
 std::string against(double v, int precision, std::string_view op, double goal) {
     std::string out = show(v, precision) + "  (target " + std::string(op) + " " +
-                      show(goal, goal == std::floor(goal) ? 0 : 1) + ": ";
+                      show(goal, goal == std::floor(goal)             ? 0
+                                 : goal * 10 == std::floor(goal * 10) ? 1
+                                                                      : 2) +
+                      ": ";
     if (!std::isfinite(v))
         return out + "n/a)";
     const bool met = op == "<=" ? v <= goal : op == ">=" ? v >= goal : v == goal;

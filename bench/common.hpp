@@ -40,12 +40,29 @@ struct options {
     std::optional<std::string> host;
     std::optional<std::string> port;
     int coroutines = 256;
-    double seconds = 0; // 0: the subcommand's default
+    bool coroutines_given = false; // lock: only this count of the uncontended figures
+    double seconds = 0;            // 0: the subcommand's default
     int threads = 1;
     int locks = 0;        // 0: the subcommand's default
     double interval = 10; // soak: seconds between samples
     bool json = false;
     bool alloc_sites = false; // lock: where the allocations of one cycle come from
+    int runs = 0;             // lock: runs of each uncontended figure (0: the default, 3)
+    std::string only;         // lock: comma-separated sections to run (empty: all)
+
+    // `--only` names `section` (or is empty).
+    bool runs_section(std::string_view section) const {
+        if (only.empty())
+            return true;
+        std::string_view rest = only;
+        while (!rest.empty()) {
+            const auto comma = rest.find(',');
+            if (rest.substr(0, comma) == section)
+                return true;
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        }
+        return false;
+    }
 };
 
 void usage(std::ostream& os);
@@ -89,12 +106,19 @@ double us_between(clock_type::time_point a, clock_type::time_point b);
 double seconds_between(clock_type::time_point a, clock_type::time_point b);
 // Nearest rank (p in [0, 1]); sorts `v`.
 double percentile(std::vector<double>& v, double p);
+// The median and the extremes of several runs of one figure (NaN runs left out).
+struct spread {
+    double median = missing, min = missing, max = missing;
+};
+spread spread_of(std::vector<double> v);
 
 // ---- printing
 
 std::string show(double v, int precision);
 std::string signed_show(double v, int precision);
 std::string kib(double bytes);
+// "<median> [<min>-<max>]", or "n/a".
+std::string show_spread(const spread& s, int precision);
 // "<value> (target <op> <goal>: met|missed)", or "... n/a" when not measured.
 std::string against(double v, int precision, std::string_view op, double goal);
 

@@ -28,7 +28,7 @@ void lease_share::reset() noexcept {
         // The last share: release without waiting (owner-checked).
         auto s = std::move(state_);
         auto& strand = s->spec->io.strand();
-        asio::post(strand, [s = std::move(s)]() mutable {
+        detail::enter_strand(strand, [s = std::move(s)]() mutable {
             auto svc = s->svc;
             svc->release(std::move(s), {});
         });
@@ -127,7 +127,7 @@ void lease::release_impl(detail::lease_share share, handler_ec h) {
         return deliver(std::move(h), fallback,
                        lost != 0 ? error_code(static_cast<error>(lost)) : error_code{});
     auto& strand = s->spec->io.strand();
-    asio::post(strand, [s = std::move(s), h = std::move(h)]() mutable {
+    detail::enter_strand(strand, [s = std::move(s), h = std::move(h)]() mutable {
         auto svc = s->svc;
         svc->release(std::move(s), std::move(h));
     });

@@ -21,6 +21,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <tuple>
 
 namespace corolock {
 
@@ -83,9 +84,16 @@ asio::awaitable<acquire_result> run_acquire(std::shared_ptr<multi_core> core,
         tries.reserve(n);
         for (auto& m : core->mutexes)
             tries.push_back(m->async_try_acquire(asio::deferred));
-        auto [order, ecs, leases] =
-            co_await asio::experimental::make_parallel_group(std::move(tries))
-                .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+        std::vector<std::size_t> order;
+        std::vector<error_code> ecs;
+        std::vector<lease> leases;
+        {
+            // Queued from the strand, after this suspends: they leave in the writer's one write.
+            const auto batch = core->conn->write_batch();
+            std::tie(order, ecs, leases) =
+                co_await asio::experimental::make_parallel_group(std::move(tries))
+                    .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+        }
         std::vector<bool> granted(n);
         for (std::size_t i = 0; i < n; ++i)
             granted[i] = leases[i].owns();
@@ -199,6 +207,7 @@ void multi_lease::release_impl(std::vector<lease> members,
     for (auto& l : members)
         ops.push_back(l.async_release(asio::deferred));
     auto& strand = conn->strand();
+    const auto batch = conn->write_batch(); // the releases run here when the strand is idle
     asio::experimental::make_parallel_group(std::move(ops))
         .async_wait(asio::experimental::wait_for_all(),
                     asio::bind_executor(

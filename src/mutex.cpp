@@ -100,7 +100,7 @@ void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler 
                         o->cancel();
                 });
             });
-    asio::post(strand, [op = std::move(op)] { op->start(); });
+    detail::enter_strand(strand, [op = std::move(op)] { op->start(); });
 }
 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {

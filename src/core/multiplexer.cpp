@@ -81,9 +81,9 @@ error_code multiplexer::on_node(const resp3::node_view& n) {
     return {};
 }
 
-void multiplexer::on_reply_end(std::size_t bytes) {
+multiplexer::entry_ptr multiplexer::on_reply_end(std::size_t bytes) {
     if (in_flight_.empty())
-        return;
+        return nullptr;
     auto& head = *in_flight_.front();
     using guard = exec_entry::guard_state;
     head.bytes_read_ += bytes;
@@ -91,14 +91,15 @@ void multiplexer::on_reply_end(std::size_t bytes) {
     if (head.guard_ == guard::refusal) {
         // The refusal stands for the command's reply, but the guard's PONG is still to come.
         head.guard_ = guard::skip_pong;
-        return;
+        return nullptr;
     }
     head.guard_ = guard::none;
     if (++head.replies_ < head.expected_)
-        return;
+        return nullptr;
     auto e = std::move(in_flight_.front());
     in_flight_.pop_front();
     e->complete(e->adapter_ec_);
+    return e;
 }
 
 bool multiplexer::cancel(const entry_ptr& e) {
@@ -115,8 +116,7 @@ bool multiplexer::cancel(const entry_ptr& e) {
 }
 
 void multiplexer::on_connection_lost(error_code ec) {
-    auto lost = std::move(in_flight_);
-    in_flight_.clear();
+    auto lost = in_flight_.take_all();
     auto unconfirmed = std::move(no_reply_);
     no_reply_.clear();
     for (auto& e : lost)
@@ -147,7 +147,7 @@ void multiplexer::abandon_all() noexcept {
     // Moved out first: destroying an entry may destroy a coroutine whose locals touch nothing
     // here, but never while the queues are half cleared.
     auto waiting = std::move(waiting_);
-    auto in_flight = std::move(in_flight_);
+    auto in_flight = in_flight_.take_all();
     auto no_reply = std::move(no_reply_);
     waiting_.clear();
     in_flight_.clear();

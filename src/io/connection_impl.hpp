@@ -32,6 +32,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace corolock::detail {
@@ -72,6 +73,26 @@ public:
     // Queues an entry (posts to the strand).
     void submit(std::shared_ptr<exec_entry> e);
 
+    // While one lives, a request queued here waits for the writer instead of going out at once
+    // (write_now), so that requests queued together leave in one write: a multi-lock's tries
+    // and releases, a release and the hand-off attempt behind it. Any thread.
+    class write_batch {
+    public:
+        explicit write_batch(connection_impl* c) noexcept : c_(c) {
+            if (c_)
+                c_->write_batches_.fetch_add(1, std::memory_order_relaxed);
+        }
+        ~write_batch() {
+            if (c_)
+                c_->write_batches_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        write_batch(const write_batch&) = delete;
+        write_batch& operator=(const write_batch&) = delete;
+
+    private:
+        connection_impl* c_;
+    };
+
     // --- strand only
     void add_entry(std::shared_ptr<exec_entry> e);
     void cancel_entry(const std::shared_ptr<exec_entry>& e) { mpx_.cancel(e); }
@@ -79,6 +100,25 @@ public:
     void remove_listener(const std::string& channel, const push_listener* l);
     std::size_t push_buffer_size() const noexcept { return cfg_.push_buffer_size; }
     void count_dropped_push() noexcept { pushes_dropped_.fetch_add(1, std::memory_order_relaxed); }
+
+    // A continuation that can run on the strand right after the multiplexer let go of its entry.
+    class inline_continuation {
+    public:
+        virtual void run() = 0;
+
+    protected:
+        ~inline_continuation() = default;
+    };
+    // Strand only, from an entry's on_complete: true when the reader is handing a reply to the
+    // multiplexer; `c` then runs as soon as the multiplexer returns, still in the reader's turn
+    // on the strand (false: post it). Saves a post to the strand, and the reactor poll of the
+    // handler chain it starts, per reply.
+    bool continue_inline(inline_continuation& c) noexcept {
+        if (!in_reply_end_)
+            return false;
+        continuation_ = &c;
+        return true;
+    }
 
     // The lock layer's per-connection state, created on first use by `make(stop, reconnect)`
     // (any thread), which may also set the hooks: `stop` is called on the strand when async_run
@@ -127,7 +167,11 @@ private:
     void on_push_complete();
     void on_connected();
     void on_disconnected(error_code ec);
-    void notify_writer() { writer_timer_.cancel(); }
+    // Something was queued: written at once when the pipeline is idle (see write_now), else
+    // the writer is woken and coalesces everything queued meanwhile into its next write.
+    void notify_writer();
+    void write_now();
+    void wrote(std::size_t commands, std::size_t bytes);
     void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,
                          bool front);
 
@@ -171,9 +215,18 @@ private:
     read_buffer rbuf_;
     resp3::parser parser_;
     enum class route { none, reply, push } route_ = route::none;
+    bool in_reply_end_ = false;
+    inline_continuation* continuation_ = nullptr;
     bool in_attribute_ = false;
     std::vector<resp3::node> push_nodes_;
 
+    // The writer: its coroutine is inside a write; what a write_now left unwritten (a view of
+    // the multiplexer's buffer), with its command count and what was written of it already.
+    bool writing_ = false;
+    std::atomic<int> write_batches_{0};
+    std::string_view unwritten_;
+    std::size_t unwritten_commands_ = 0;
+    std::size_t unwritten_done_ = 0;
     boost::asio::steady_timer writer_timer_;
     boost::asio::steady_timer reaper_timer_;
     boost::asio::steady_timer sleep_timer_;

@@ -9,6 +9,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -105,6 +106,18 @@ void deliver(Handler&& handler, const Executor& fallback, Args... args) {
         auto ex = boost::asio::get_associated_executor(handler, fallback);
         deliver_on(ex, std::forward<Handler>(handler), fallback, std::move(args)...);
     }
+}
+
+// Runs `f` on `strand` (a connection's): at once, in the caller, when the strand is idle and this
+// thread runs its io_context (asio::dispatch); queued behind the strand's work otherwise. Never
+// inline from inside the strand itself (posted then): strand code is not re-entrant. A post from
+// the io_context's own thread cost a queued invoker and the reactor poll of a new handler chain
+// for every acquire and release. `f` never runs user code: completions are posted (deliver_on).
+template <class F>
+void enter_strand(const boost::asio::any_io_executor& strand, F&& f) {
+    if (const auto* st = strand.target<io_strand>(); st && !st->running_in_this_thread())
+        return boost::asio::dispatch(*st, std::forward<F>(f));
+    boost::asio::post(strand, std::forward<F>(f));
 }
 
 } // namespace corolock::detail

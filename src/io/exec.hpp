@@ -30,23 +30,28 @@ void start_eval(const std::shared_ptr<connection_impl>& impl, const script& s,
                 boost::asio::any_completion_handler<void(error_code)> handler);
 
 // A request of corolock's own layers, queued on the strand: the entry carries `done`, which runs
-// on the strand (posted, never inside the multiplexer) once the multiplexer lets go of the
-// entry. One allocation, no type-erased handler and no executor copies (start_exec has all
-// three). Never cancelled: the lock layer decides what a late reply means.
+// on the strand, never inside the multiplexer: right after it, when a reply completed the entry
+// (connection_impl::continue_inline), else posted (a failure, a reconnect). One allocation, no
+// type-erased handler and no executor copies (start_exec has all three). Never cancelled: the
+// lock layer decides what a late reply means.
 template <class Done>
-class strand_call final : public exec_entry {
+class strand_call final : public exec_entry, connection_impl::inline_continuation {
 public:
-    strand_call(const boost::asio::any_io_executor& strand, const request& req,
-                response_adapter adapter, Done done)
-        : exec_entry(req, adapter, clock::now()), strand_(strand), done_(std::move(done)) {}
+    strand_call(connection_impl& c, const request& req, response_adapter adapter, Done done)
+        : exec_entry(req, adapter, clock::now()), conn_(c), done_(std::move(done)) {}
 
 private:
     void on_complete(error_code ec, std::size_t) override {
-        boost::asio::post(strand_, [done = std::move(done_), ec]() mutable { done(ec); });
+        ec_ = ec;
+        if (conn_.continue_inline(*this))
+            return;
+        boost::asio::post(conn_.strand(), [done = std::move(done_), ec]() mutable { done(ec); });
     }
+    void run() override { done_(ec_); }
 
-    boost::asio::any_io_executor strand_;
+    connection_impl& conn_; // owns the multiplexer that owns this entry
     Done done_;
+    error_code ec_;
 };
 
 // start_eval for corolock's own layers, on the strand: EVALSHA `req`, and EVAL once more on
@@ -62,10 +67,10 @@ void eval_on_strand(connection_impl& c, const script& s, const request& req, gen
         auto eval = std::make_shared<request>(evalsha_to_eval(req, s));
         auto last = [eval, done = std::move(done)](error_code ec) mutable { done(ec); };
         c.add_entry(std::make_shared<strand_call<decltype(last)>>(
-            c.strand(), *eval, make_adapter(resp, max_lock_reply_nodes), std::move(last)));
+            c, *eval, make_adapter(resp, max_lock_reply_nodes), std::move(last)));
     };
     c.add_entry(std::make_shared<strand_call<decltype(retry)>>(
-        c.strand(), req, make_adapter(resp, max_lock_reply_nodes), std::move(retry)));
+        c, req, make_adapter(resp, max_lock_reply_nodes), std::move(retry)));
 }
 
 } // namespace corolock::detail

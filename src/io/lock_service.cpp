@@ -385,6 +385,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
     // NOSCRIPT, so the release cannot be re-queued behind that attempt (name_queue decides when).
     const bool hand_over = core_.release_hands_over(s->spec->name);
+    const auto batch = io_.write_batch(hand_over); // the release and the attempt: one write
     auto call = std::make_shared<script_call>(
         hand_over ? make_eval(release_script(), keys, args)
                   : detail::make_evalsha(release_script(), keys, args));

@@ -54,6 +54,12 @@ public:
                     try_once);
     }
 
+    // Any thread: requests queued while it lives leave together (connection_impl::write_batch;
+    // nothing to do on a cluster, whose nodes are written by their own writers).
+    connection_impl::write_batch write_batch(bool on = true) const noexcept {
+        return connection_impl::write_batch(on ? conn_ : nullptr);
+    }
+
     // Any thread: a user's request (start_exec / start_eval of the connection, routed by `key` on
     // a cluster). Completes on the handler's executor.
     void exec(std::string_view key, std::shared_ptr<const request> req, response_adapter out,

@@ -7,7 +7,8 @@
 
 namespace corolock::detail {
 
-// Who holds a lease or a claim: 16 bytes from a CSPRNG (RAND_bytes), as 32 hex digits. Unguessable,
+// Who holds a lease or a claim: 16 bytes from a CSPRNG (RAND_bytes, drawn 64 ids at a time per
+// thread; a forked child draws afresh), as 32 hex digits. Unguessable,
 // so no other owner can release or extend what it names.
 using owner_id = std::array<char, 32>;
 

@@ -55,7 +55,11 @@ error_code connection_impl::process_input() {
                 on_push_complete();
             } else {
                 replies_.fetch_add(1, std::memory_order_relaxed);
-                mpx_.on_reply_end(bytes);
+                in_reply_end_ = true;
+                const auto completed = mpx_.on_reply_end(bytes); // alive till c->run() ends
+                in_reply_end_ = false;
+                if (auto* c = std::exchange(continuation_, nullptr))
+                    c->run();
             }
             route_ = route::none;
             if (demoted_) {

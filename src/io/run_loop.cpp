@@ -181,6 +181,9 @@ void connection_impl::on_disconnected(error_code ec) {
     // queued meanwhile should wait for it, not be refused.
     connected_flag_.store(false, std::memory_order_relaxed);
     stream_.close();
+    writing_ = false;
+    unwritten_ = {};
+    unwritten_commands_ = unwritten_done_ = 0;
     rbuf_.clear();
     parser_.reset();
     route_ = route::none;

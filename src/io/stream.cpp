@@ -41,6 +41,15 @@ awaitable<stream::io_result> stream::write(asio::const_buffer b) {
     co_return io_result{asio::error::not_connected, 0};
 }
 
+std::size_t stream::write_now(asio::const_buffer b, error_code& ec) {
+    if (auto* s = std::get_if<tcp_socket>(&s_))
+        return s->write_some(b, ec);
+    if (auto* s = std::get_if<unix_socket>(&s_))
+        return s->write_some(b, ec);
+    ec = asio::error::operation_not_supported;
+    return 0;
+}
+
 awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::context* tls,
                                       const asio::any_io_executor& ex) {
     close();
@@ -49,6 +58,8 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
         unix_socket sock(ex);
         auto [ec] = co_await sock.async_connect(
             asio::local::stream_protocol::endpoint(cfg.unix_socket), nothrow);
+        if (!ec)
+            sock.non_blocking(true, ec); // for write_now
         if (!ec)
             s_.emplace<unix_socket>(std::move(sock));
         co_return ec;
@@ -64,6 +75,8 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
     error_code ignored;
     sock.set_option(asio::ip::tcp::no_delay(true), ignored);
     if (!cfg.use_tls) {
+        if (sock.non_blocking(true, cec); cec) // for write_now
+            co_return cec;
         s_.emplace<tcp_socket>(std::move(sock));
         co_return error_code{};
     }

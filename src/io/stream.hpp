@@ -30,6 +30,13 @@ public:
 
     boost::asio::awaitable<io_result> read_some(boost::asio::mutable_buffer b);
     boost::asio::awaitable<io_result> write(boost::asio::const_buffer b);
+    // A plain socket (TCP or unix, in non-blocking mode), not TLS: what write_now needs.
+    bool is_plain() const noexcept {
+        return std::holds_alternative<tcp_socket>(s_) || std::holds_alternative<unix_socket>(s_);
+    }
+    // Plain sockets only: a write now, without the reactor (would_block when the socket cannot
+    // take the bytes).
+    std::size_t write_now(boost::asio::const_buffer b, error_code& ec);
     boost::asio::awaitable<error_code> connect(const connection_config& cfg,
                                                boost::asio::ssl::context* tls,
                                                const boost::asio::any_io_executor& ex);

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 using corolock::error;
@@ -73,6 +74,41 @@ BOOST_FIXTURE_TEST_CASE(coalesces_waiting_requests_into_one_write, fixture) {
     BOOST_TEST(buf == std::string(get_a.payload()) + std::string(get_b.payload()));
     BOOST_TEST(!mpx.has_waiting());
     BOOST_TEST(mpx.in_flight() == 2u);
+}
+
+// The in-flight queue reuses and compacts its storage (reusing_fifo): FIFO order holds across
+// hundreds of requests written in batches and answered while others are written, the completed
+// request is handed back, and a lost connection fails exactly those still in flight.
+BOOST_FIXTURE_TEST_CASE(in_flight_order_holds_across_many_batches, fixture) {
+    constexpr int n = 300;
+    std::vector<generic_response> resps(n);
+    std::vector<std::shared_ptr<recorder>> es;
+    for (int i = 0; i < n; ++i)
+        es.push_back(make(get_a, resps[static_cast<std::size_t>(i)]));
+    int written = 0, answered = 0;
+    std::size_t commands = 0;
+    while (answered < 250) {
+        for (int k = 0; k < 7 && written < n; ++k)
+            mpx.add(es[static_cast<std::size_t>(written++)]);
+        mpx.prepare_write(commands);
+        mpx.commit_write();
+        for (int k = 0; k < 5 && answered < written && answered < 250; ++k) {
+            const auto v = std::to_string(answered);
+            BOOST_TEST(!mpx.on_node(simple(v)));
+            const auto done = mpx.on_reply_end(4);
+            BOOST_TEST(done == es[static_cast<std::size_t>(answered)]);
+            BOOST_REQUIRE(resps[static_cast<std::size_t>(answered)].size() == 1u);
+            BOOST_TEST(resps[static_cast<std::size_t>(answered)][0].value == v);
+            ++answered;
+        }
+    }
+    BOOST_TEST(mpx.in_flight() == static_cast<std::size_t>(written - answered));
+    mpx.on_connection_lost(error::connection_lost);
+    for (int i = 0; i < written; ++i) {
+        BOOST_TEST(es[static_cast<std::size_t>(i)]->calls == 1);
+        BOOST_TEST((es[static_cast<std::size_t>(i)]->ec == error::connection_lost) == (i >= 250));
+    }
+    BOOST_TEST(mpx.in_flight() == 0u);
 }
 
 BOOST_FIXTURE_TEST_CASE(replies_match_in_fifo_order, fixture) {
