@@ -111,6 +111,14 @@ const char* describe(error e) noexcept {
                "renewals: refused (see connection_config::allow_blocking_commands)";
     case error::failover_in_progress:
         return "Sentinel is failing the master over; waiting for the new master";
+    case error::limit_mismatch:
+        return "the semaphore is in use with another limit";
+    case error::target_mismatch:
+        return "the latch is in use with another target count";
+    case error::stale_generation:
+        return "the count-down names a latch round that is over";
+    case error::no_latch:
+        return "no such latch (never created, or expired)";
     }
     return "unknown corolock error";
 }
@@ -140,7 +148,8 @@ public:
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
-        if (e == error::cross_slot || e == error::blocking_command)
+        if (e == error::cross_slot || e == error::blocking_command ||
+            e == error::limit_mismatch || e == error::target_mismatch || e == error::no_latch)
             return make_error_condition(condition::invalid_argument);
         if (e == error::too_many_redirects)
             return make_error_condition(condition::server_failure);
@@ -148,7 +157,7 @@ public:
             return make_error_condition(condition::lock_contention);
         if (e == error::not_owner || e == error::lease_lost || e == error::stale_token ||
             e == error::max_hold_reached || e == error::validity_expired ||
-            e == error::replicas_not_synced)
+            e == error::replicas_not_synced || e == error::stale_generation)
             return make_error_condition(condition::lock_lost);
         return {ev, *this};
     }

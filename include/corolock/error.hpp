@@ -91,6 +91,12 @@ enum class error {
 
     // Sentinel, continued (condition::connection_failure)
     failover_in_progress, ///< Sentinel is failing the master over: it is not used meanwhile
+
+    // Synchronizers (semaphore.hpp, latch.hpp; condition::invalid_argument)
+    limit_mismatch,   ///< a semaphore's name is in use with another limit (set_limit changes it)
+    target_mismatch,  ///< a latch's name is in use with another target count
+    stale_generation, ///< a count-down names a latch round that is over (lock_lost)
+    no_latch,         ///< a count-down or await names a latch that does not exist (expired)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

@@ -110,6 +110,17 @@ BOOST_AUTO_TEST_CASE(server_group_is_server_failure) {
     BOOST_TEST(error_code(cl::error::invalid_name) == condition::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(synchronizer_errors_have_their_conditions) {
+    for (auto e : {cl::error::limit_mismatch, cl::error::target_mismatch, cl::error::no_latch}) {
+        BOOST_TEST_CONTEXT(e) {
+            BOOST_TEST(error_code(e) == condition::invalid_argument);
+            BOOST_TEST(error_code(e).message() != "unknown corolock error");
+        }
+    }
+    BOOST_TEST(error_code(cl::error::stale_generation) == condition::lock_lost);
+    BOOST_TEST(error_code(cl::error::stale_generation).message() != "unknown corolock error");
+}
+
 BOOST_AUTO_TEST_CASE(messages_and_printing) {
     for (const auto& r : refusals) {
         std::ostringstream os;
