@@ -148,8 +148,8 @@ public:
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
-        if (e == error::cross_slot || e == error::blocking_command ||
-            e == error::limit_mismatch || e == error::target_mismatch || e == error::no_latch)
+        if (e == error::cross_slot || e == error::blocking_command || e == error::limit_mismatch ||
+            e == error::target_mismatch || e == error::no_latch)
             return make_error_condition(condition::invalid_argument);
         if (e == error::too_many_redirects)
             return make_error_condition(condition::server_failure);

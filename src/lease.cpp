@@ -45,7 +45,8 @@ std::shared_ptr<lease_state> lease_share::take_for_release() noexcept {
 
 } // namespace detail
 
-fenced_script::fenced_script(std::string_view body) : script_(detail::make_fenced_source(body)) {}
+fenced_script::fenced_script(std::string_view body)
+    : script_(detail::make_fenced_source(body)), guarded_(detail::make_guarded_source(body)) {}
 
 namespace {
 
@@ -149,17 +150,23 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     if (!st->valid_now())
         return deliver(std::move(h), st->spec->io.executor(),
                        error_code(lost != 0 ? static_cast<error>(lost) : error::lease_lost));
-    // KEYS: the lock, its fence key, then the caller's; ARGV: the token, then the caller's.
-    std::vector<std::string_view> k{st->spec->name, st->spec->fence_key};
+    // A token: KEYS the lock, its fence key, then the caller's; ARGV the token, then the
+    // caller's. No token (a semaphore's permits): KEYS the sorted set, then the caller's; ARGV the
+    // lease's member, then the caller's.
+    const bool tokens = st->spec->tokens();
+    const auto& wrapped = tokens ? s.wrapped() : s.guarded();
+    std::vector<std::string_view> k{st->spec->name};
+    if (tokens)
+        k.push_back(st->spec->fence_key);
     k.insert(k.end(), keys.begin(), keys.end());
-    const std::string token_text = std::to_string(st->token);
-    std::vector<std::string_view> a{token_text};
+    const std::string token_text = tokens ? std::to_string(st->token) : std::string();
+    std::vector<std::string_view> a{tokens ? std::string_view(token_text) : st->member.view()};
     a.insert(a.end(), args.begin(), args.end());
-    auto req = std::make_shared<request>(detail::make_evalsha(s.wrapped(), k, a));
+    auto req = std::make_shared<request>(detail::make_evalsha(wrapped, k, a));
     auto ex = asio::get_associated_executor(h, st->spec->io.executor());
     auto slot = asio::get_associated_cancellation_slot(h);
     st->spec->io.start_eval(
-        s.wrapped(), st->spec->name, std::move(req), resp,
+        wrapped, st->spec->name, std::move(req), resp,
         asio::bind_cancellation_slot(
             slot, asio::bind_executor(ex, [r = &resp, h = std::move(h)](error_code ec) mutable {
                 if (!ec)

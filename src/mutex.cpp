@@ -64,43 +64,11 @@ const mutex_options& mutex::options() const noexcept {
 }
 
 clock::time_point mutex::deadline_in(duration wait) noexcept {
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
+    return detail::deadline_in(wait);
 }
 
 void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
-    const auto& spec = *core_->spec;
-    auto ec = spec.invalid;
-    if (!ec && deadline == clock::time_point::min())
-        ec = error::invalid_wait;
-    if (ec) {
-        // Fails before anything is sent, and never inline.
-        core_->svc->stats_.acquired(acquire_outcome::error, {});
-        if (spec.io.log().enabled(logger::level::debug))
-            spec.io.log().log(logger::level::debug,
-                              detail::describe(spec) + "error after 0 ms (" + ec.message() + ")");
-        return deliver(std::move(h), spec.io.executor(), ec, lease{});
-    }
-    detail::acquire_params p;
-    p.deadline = once ? deadline_in(spec.opts.try_timeout) : deadline;
-    p.once = once;
-    p.lease = spec.opts.lease;
-    p.drift = spec.drift;
-    p.retry_base = spec.opts.retry_base;
-    p.retry_max = spec.opts.retry_max;
-    p.replicas = spec.opts.replica_sync.replicas;
-    auto slot = asio::get_associated_cancellation_slot(h);
-    auto op = std::make_shared<detail::acquire_op>(core_, p, std::move(h));
-    auto& strand = spec.io.strand();
-    if (slot.is_connected())
-        slot.assign(
-            [weak = std::weak_ptr<detail::acquire_op>(op), strand](asio::cancellation_type) {
-                asio::post(strand, [weak] {
-                    if (auto o = weak.lock())
-                        o->cancel();
-                });
-            });
-    detail::enter_strand(strand, [op = std::move(op)] { op->start(); });
+    detail::start_acquire(core_, deadline, once, std::move(h));
 }
 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {

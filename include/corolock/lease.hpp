@@ -64,16 +64,21 @@ void fail_empty(Handler h) {
 }
 } // namespace detail
 
-/// A Lua write that runs only while the caller's fencing token is the newest for its lock
-/// (`lease::async_fenced_eval` fails with `error::stale_token` otherwise). The body uses KEYS
-/// and ARGV as usual.
+/// A Lua write that runs only while the caller's lease is current (`lease::async_fenced_eval`
+/// fails with `error::stale_token` otherwise): for a mutex's lease, while its fencing token is
+/// the newest for its lock; for a semaphore's, while its permits' deadline has not passed on the
+/// server's clock. The body uses KEYS and ARGV as usual.
 class COROLOCK_DECL fenced_script {
 public:
     explicit fenced_script(std::string_view body);
+    /// The script sent for a mutex's lease.
     const script& wrapped() const noexcept { return script_; }
+    /// The script sent for a semaphore's lease.
+    const script& guarded() const noexcept { return guarded_; }
 
 private:
     script script_;
+    script guarded_;
 };
 
 class nested_hold;

@@ -76,8 +76,10 @@ void lock_core::act(acquisition& a, const acquire_action& x, clock::time_point n
 
 void lock_core::join(acquisition& a, lock_actions& out) {
     auto [it, fresh] = queues_.try_emplace(std::string(a.name));
-    if (fresh) // ahead of the attempt on the socket: a release between the two is not missed
+    if (fresh) { // ahead of the attempt on the socket: a release between the two is not missed
+        it->second.capacity = a.capacity;
         out.push_back(make(lock_action::kind::subscribe, a));
+    }
     it->second.q.push(a.id());
     a.queue = &it->second;
     ++waiters_;
@@ -107,12 +109,12 @@ void lock_core::wake(acquisition& a, clock::time_point now, lock_actions& out) {
     act(a, a.fsm.on_wake(now, head(a), woken(a), rng_), now, out);
 }
 
-bool lock_core::on_release_message(std::string_view name, clock::time_point now,
+bool lock_core::on_release_message(std::string_view name, std::size_t n, clock::time_point now,
                                    lock_actions& out) {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return false;
-    const auto h = it->second.on_message();
+    const auto h = it->second.on_message(n);
     if (h)
         wake(acquisition::from_id(h), now, out);
     return h != 0;
@@ -123,11 +125,12 @@ bool lock_core::release_hands_over(std::string_view name) {
     return it != queues_.end() && it->second.release_hands_over();
 }
 
-bool lock_core::hand_off(std::string_view name, clock::time_point now, lock_actions& out) {
+bool lock_core::hand_off(std::string_view name, std::size_t n, clock::time_point now,
+                         lock_actions& out) {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return false;
-    const auto h = it->second.hand_off();
+    const auto h = it->second.hand_off(n);
     if (h)
         wake(acquisition::from_id(h), now, out);
     return h != 0;

@@ -36,6 +36,7 @@ struct acquisition {
     std::string_view name;             // outlives the acquisition (the driver's spec owns it)
     name_queue* queue = nullptr;       // joined: the name's queue on this connection
     std::uint64_t replies_at_send = 0; // the core's reply count when the attempt went out
+    std::size_t capacity = 1;          // holders the name has at most (a semaphore: its limit)
 
     waiter_queue::id id() const noexcept {
         return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(this));
@@ -78,9 +79,11 @@ public:
     // message (a timer wake-up, for the metrics).
     bool on_timer(acquisition& a, clock::time_point now, lock_actions& out);
     void cancel(acquisition& a, clock::time_point now, lock_actions& out);
-    // A release message for `name` (or a reconnect, after which messages may have been missed).
-    // Returns true when it woke a head.
-    bool on_release_message(std::string_view name, clock::time_point now, lock_actions& out);
+    // A release message for `name` that lets `n` local waiters retry (core/lock_scripts:
+    // release_credits), or a reconnect, after which messages may have been missed. Returns true
+    // when it woke a head.
+    bool on_release_message(std::string_view name, std::size_t n, clock::time_point now,
+                            lock_actions& out);
     // The connection stopped for good: every queued acquisition ends with not_connected.
     void stop(clock::time_point now, lock_actions& out);
 
@@ -88,8 +91,8 @@ public:
     // A lease of `name` is being released. True: hand the lock over (the driver sends the
     // release as EVAL, then calls hand_off, so the head's attempt follows in the same write).
     bool release_hands_over(std::string_view name);
-    // Returns true when a head was handed the lock.
-    bool hand_off(std::string_view name, clock::time_point now, lock_actions& out);
+    // The release frees `n` units (1, or k permits). Returns true when a head was handed them.
+    bool hand_off(std::string_view name, std::size_t n, clock::time_point now, lock_actions& out);
     // A release of this connection was answered (`released`: it freed the key).
     void on_release_reply(std::string_view name, bool released);
 

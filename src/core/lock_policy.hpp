@@ -28,6 +28,8 @@ public:
     static constexpr std::size_t max_handoff_streak = 4;
 
     waiter_queue q;
+    // How many holders the name has at most: 1 for a mutex, the limit for a semaphore's permits.
+    std::size_t capacity = 1;
 
     // A lease of this connection is being released while waiters queue here. True: hand the lock
     // over (send the release as EVAL, then `hand_off`: the head's attempt follows the release in
@@ -38,10 +40,11 @@ public:
         handoff_streak_ = over ? handoff_streak_ + 1 : 0;
         return over;
     }
-    // The hand-off: the head to wake now (0: none). The release's own message, which comes before
-    // either reply, then wakes nobody.
-    waiter_queue::id hand_off() noexcept {
-        const auto head = q.on_release();
+    // The hand-off of a release that frees `n` units (a mutex 1, k permits k): the head to wake
+    // now (0: none). The release's own message, which comes before either reply, then wakes
+    // nobody.
+    waiter_queue::id hand_off(std::size_t n = 1) noexcept {
+        const auto head = q.on_release(n, capacity);
         if (head)
             ++own_releases_;
         return head;
@@ -51,13 +54,14 @@ public:
         if (!released && own_releases_ > 0)
             --own_releases_;
     }
-    // A release message: the head to wake (0: none, or the message of our own hand-off).
-    waiter_queue::id on_message() noexcept {
+    // A release message that lets `n` waiters retry (core/lock_scripts: release_credits): the
+    // head to wake (0: none, or the message of our own hand-off).
+    waiter_queue::id on_message(std::size_t n = 1) noexcept {
         if (own_releases_ > 0) {
             --own_releases_;
             return 0;
         }
-        return q.on_release();
+        return q.on_release(n, capacity);
     }
     std::size_t own_releases() const noexcept { return own_releases_; }
 

@@ -97,19 +97,149 @@ return 1
 }
 
 const script& renew_script() {
+    // One call renews leases of every record kind (doc/design.md, "Record kinds"): 'h', the
+    // mutex's hash, owned by its 'owner' field; 'z', a member of a sorted set whose score is the
+    // member's deadline in server ms. An expired member is never brought back (its permits may
+    // be someone else's by now), whether or not a purge removed it yet.
     static const script s(R"lua(
 local out = {}
+local now
 for i, key in ipairs(KEYS) do
   out[i] = 0
-  if redis.call('TYPE', key)['ok'] == 'hash' and
-     redis.call('HGET', key, 'owner') == ARGV[2 * i - 1] then
-    redis.call('PEXPIRE', key, ARGV[2 * i])
-    out[i] = 1
+  local kind, member, lease = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
+  local ktype = redis.call('TYPE', key)['ok']
+  if kind == 'h' then
+    if ktype == 'hash' and redis.call('HGET', key, 'owner') == member then
+      redis.call('PEXPIRE', key, lease)
+      out[i] = 1
+    end
+  elseif kind == 'z' and ktype == 'zset' then
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    local score = tonumber(redis.call('ZSCORE', key, member))
+    if score and score >= now then
+      redis.call('ZADD', key, 'XX', now + tonumber(lease), member)
+      if redis.call('PTTL', key) < tonumber(lease) then redis.call('PEXPIRE', key, lease) end
+      out[i] = 1
+    end
   end
 end
 return out
 )lua");
     return s;
+}
+
+const script& semaphore_acquire_script() {
+    // The zset holds one member per acquisition, "<k>:<owner>" -> deadline (server ms), and the
+    // limit as the member '=limit' with the score -limit (below every deadline: no range of live
+    // or expired members includes it). The key lives until its last deadline.
+    static const script s(R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, k, lease = tonumber(ARGV[4]), tonumber(ARGV[3]), tonumber(ARGV[2])
+local kind = redis.call('TYPE', KEYS[1])['ok']
+local stored = nil
+if kind ~= 'none' then
+  stored = kind == 'zset' and redis.call('ZSCORE', KEYS[1], '=limit')
+  if not stored then
+    return redis.error_reply('WRONGTYPE the key at the name is not a corolock semaphore')
+  end
+  if -tonumber(stored) ~= limit then
+    return redis.error_reply('LIMIT_MISMATCH corolock: the semaphore has the limit ' ..
+                             string.format('%.0f', -tonumber(stored)))
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, '(' .. now)
+local mine = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if mine then
+  -- An earlier attempt of this same acquisition ran but its reply was lost: still ours.
+  redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[1])
+  if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  return {1, 0}
+end
+local used = 0
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')
+for _, m in ipairs(live) do used = used + tonumber(string.match(m, '^(%d+):')) end
+if used + k <= limit then
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[1], -limit, '=limit')
+  if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  return {1, 0}
+end
+local first = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+return {0, tonumber(first[2]) - now}
+)lua");
+    return s;
+}
+
+const script& semaphore_release_script() {
+    static const script s(R"lua(
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return 0 end
+if kind ~= 'zset' or not redis.call('ZSCORE', KEYS[1], '=limit') then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock semaphore')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not score then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('ZCARD', KEYS[1]) == 1 then redis.call('DEL', KEYS[1]) end
+-- Expired: its permits were free already (and may be taken); a release is then refused.
+if score < now then return 0 end
+redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2],
+            'permits ' .. string.match(ARGV[1], '^(%d+):'))
+return 1
+)lua");
+    return s;
+}
+
+const script& semaphore_usage_script() {
+    static const script s(R"lua(
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return {0, 0} end
+local stored = kind == 'zset' and redis.call('ZSCORE', KEYS[1], '=limit')
+if not stored then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock semaphore')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local used = 0
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')) do
+  used = used + tonumber(string.match(m, '^(%d+):'))
+end
+return {-tonumber(stored), used}
+)lua");
+    return s;
+}
+
+const script& semaphore_set_limit_script() {
+    static const script s(R"lua(
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return 0 end
+if kind ~= 'zset' or not redis.call('ZSCORE', KEYS[1], '=limit') then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock semaphore')
+end
+redis.call('ZADD', KEYS[1], 'XX', -tonumber(ARGV[1]), '=limit')
+return 1
+)lua");
+    return s;
+}
+
+std::size_t release_credits(std::string_view payload) noexcept {
+    constexpr std::string_view permits = "permits ";
+    if (payload.starts_with(permits)) {
+        std::size_t k = 0;
+        const auto* first = payload.data() + permits.size();
+        const auto* last = payload.data() + payload.size();
+        auto [p, ec] = std::from_chars(first, last, k);
+        if (ec == std::errc() && p == last && k > 0)
+            return k;
+    }
+    // "released", a reconnect (empty: messages may have been missed) or anything unknown: one
+    // waiter may retry. A wake-up too many costs one script; one too few, a fallback timer.
+    return 1;
 }
 
 const script& force_unlock_script() {
@@ -134,9 +264,13 @@ return 1
 namespace {
 
 error_code server_failure(const generic_response& resp) {
-    if (const auto* e = find_error(resp))
-        return e->value.starts_with("STALE_TOKEN ") ? error_code(error::stale_token)
-                                                    : classify_server_error(e->value);
+    if (const auto* e = find_error(resp)) {
+        if (e->value.starts_with("STALE_TOKEN "))
+            return error::stale_token;
+        if (e->value.starts_with("LIMIT_MISMATCH "))
+            return error::limit_mismatch;
+        return classify_server_error(e->value);
+    }
     return {};
 }
 
@@ -150,7 +284,7 @@ bool parse_int(const resp3::node& n, T& out) {
 
 } // namespace
 
-error_code decode_acquire(const generic_response& resp, acquire_reply& out) {
+error_code decode_acquire(const generic_response& resp, acquire_reply& out, bool tokens) {
     if (auto ec = server_failure(resp))
         return ec;
     // Checked before anything else is read: a hostile reply of any size is refused here.
@@ -161,7 +295,7 @@ error_code decode_acquire(const generic_response& resp, acquire_reply& out) {
         return error::unexpected_reply;
     if (flag == 1) {
         out.acquired = true;
-        if (!parse_int(resp[2], out.token) || out.token == 0)
+        if (!parse_int(resp[2], out.token) || (tokens ? out.token == 0 : out.token != 0))
             return error::unexpected_reply;
         return {};
     }
@@ -172,6 +306,15 @@ error_code decode_acquire(const generic_response& resp, acquire_reply& out) {
         return {};
     }
     return error::unexpected_reply;
+}
+
+error_code decode_pair(const generic_response& resp, std::int64_t& first, std::int64_t& second) {
+    if (auto ec = server_failure(resp))
+        return ec;
+    if (resp.size() != 3 || resp[0].data_type != resp3::type::array ||
+        resp[0].aggregate_size != 2 || !parse_int(resp[1], first) || !parse_int(resp[2], second))
+        return error::unexpected_reply;
+    return {};
 }
 
 error_code decode_integer(const generic_response& resp, std::int64_t& out) {
@@ -276,6 +419,25 @@ local function fenced(KEYS, ARGV)
     s.append(R"lua(
 end
 return fenced({unpack(KEYS, 3)}, {unpack(ARGV, 2)})
+)lua");
+    return s;
+}
+
+std::string make_guarded_source(std::string_view body) {
+    std::string s = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = redis.call('TYPE', KEYS[1])['ok'] == 'zset' and
+              tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not score or score < now then
+  return redis.error_reply('STALE_TOKEN corolock: the permit is gone')
+end
+local function guarded(KEYS, ARGV)
+)lua";
+    s.append(body);
+    s.append(R"lua(
+end
+return guarded({unpack(KEYS, 2)}, {unpack(ARGV, 2)})
 )lua");
     return s;
 }

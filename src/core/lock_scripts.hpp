@@ -33,8 +33,28 @@ bool lockable_name(std::string_view name) noexcept;
 const script& acquire_script();
 // KEYS: name; ARGV: owner, channel, publish ('S': SPUBLISH on a cluster; else PUBLISH).
 const script& release_script();
-// KEYS: names; ARGV: owner and lease ms of each, in order.
+// The record a lease holds in Redis, which the renewal script renews by its kind.
+enum class record_kind : char {
+    hash = 'h',   // the mutex: a hash at the name, owned by its 'owner' field
+    member = 'z', // a member of a sorted set at the name, its score the deadline (server ms)
+};
+
+// KEYS: names; ARGV: kind ('h' or 'z', record_kind), member (the owner id for 'h') and lease ms
+// of each, in order.
 const script& renew_script();
+// KEYS: name; ARGV: member ("<k>:<owner>"), lease ms, k, limit.
+const script& semaphore_acquire_script();
+// KEYS: name; ARGV: member, channel, publish (as release_script). Publishes "permits <k>".
+const script& semaphore_release_script();
+
+// KEYS: name. Replies {limit, permits held by live leases} ({0, 0}: no key).
+const script& semaphore_usage_script();
+// KEYS: name; ARGV: limit. Replies 1 (changed) or 0 (no key: the next acquire sets it).
+const script& semaphore_set_limit_script();
+
+// How many local waiters a release message lets retry: "permits <k>" k, anything else
+// ("released", or a reconnect after which messages may have been missed) one.
+std::size_t release_credits(std::string_view payload) noexcept;
 // KEYS: name; ARGV: channel, publish (as release_script), forced channel (empty: none). The
 // deleted lock's owner id is published on the forced channel, so that the holder's connection
 // reports its lease lost at once.
@@ -50,14 +70,17 @@ struct acquire_reply {
     std::int64_t holder_ttl = 0; // ms left on the holder's lease, when not acquired
 };
 
-// Server errors: WRONGTYPE -> error::wrong_type, anything else -> error::server_error; a reply of
-// the wrong shape -> error::unexpected_reply.
-error_code decode_acquire(const generic_response& resp, acquire_reply& out);
+// Server errors: WRONGTYPE -> error::wrong_type, LIMIT_MISMATCH -> error::limit_mismatch,
+// anything else -> error::server_error; a reply of the wrong shape -> error::unexpected_reply.
+// `tokens`: a grant carries a fencing token (> 0); else its second element is 0.
+error_code decode_acquire(const generic_response& resp, acquire_reply& out, bool tokens = true);
 // released = the key was ours and is deleted; false = it was not ours (gone or taken).
 error_code decode_release(const generic_response& resp, bool& released);
 // One flag per key: true = renewed.
 error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
 error_code decode_integer(const generic_response& resp, std::int64_t& out);
+// An array of two integers.
+error_code decode_pair(const generic_response& resp, std::int64_t& first, std::int64_t& second);
 
 // Appends `WAIT replicas ms` behind a script call (replica_sync); nothing when `replicas` is
 // empty. `count_connected` (replica_sync::shortfall::count_connected): `ROLE` follows, to
@@ -74,6 +97,10 @@ std::int64_t take_wait_reply(generic_response& resp, bool count_connected = fals
 // Wraps a Lua body into a fenced script: KEYS[1] = lock name, KEYS[2] = fence key, ARGV[1] =
 // token; the body sees its own KEYS and ARGV (the rest).
 std::string make_fenced_source(std::string_view body);
+// Wraps a Lua body into a guarded script, for leases without a token (a semaphore's permits):
+// KEYS[1] = the sorted set, ARGV[1] = the lease's member; the body runs only while the member's
+// deadline has not passed on the server's clock (else STALE_TOKEN).
+std::string make_guarded_source(std::string_view body);
 
 } // namespace corolock::detail
 

@@ -11,11 +11,12 @@ namespace corolock::detail {
 // The acquisitions of one process (one connection) that wait for one lock name, in arrival
 // order. Only the head makes remote attempts, so one release causes one attempt per process.
 //
-// A release message is a *wake-up* for the head. It is kept until the head's next attempt
-// consumes it (`on_attempt`): a message that arrives while the head's attempt is on the wire makes
-// the head try again as soon as that attempt comes back "held", instead of sleeping through its
-// back-off; and a head that leaves without consuming it passes it on to the next head. Pure: no
-// I/O.
+// A release message gives the queue *wake-ups* (one for a mutex's release, k for k permits),
+// each kept until a head's attempt consumes it (`on_attempt`): a message that arrives while the
+// head's attempt is on the wire makes the head try again as soon as that attempt comes back
+// "held", instead of sleeping through its back-off; and a head that leaves (granted, or gone)
+// passes what is left on to the next head. Wake-ups never exceed the name's capacity (1 for a
+// mutex: two releases while an attempt is out are one retry) nor the waiters. Pure: no I/O.
 class waiter_queue {
 public:
     using id = std::uint64_t;
@@ -43,30 +44,32 @@ public:
         const bool was_head = is_head(w);
         fifo_.erase(std::remove(fifo_.begin(), fifo_.end(), w), fifo_.end());
         if (fifo_.empty())
-            wake_ = false;
+            wakes_ = 0;
         return was_head && !fifo_.empty() ? fifo_.front() : 0;
     }
 
-    // A release message (or a reconnect, after which messages may have been missed): returns
-    // the head to wake, or 0 if nobody waits.
-    id on_release() noexcept {
+    // A release message (or a reconnect, after which messages may have been missed) that lets
+    // `n` waiters retry, for a name that at most `capacity` holders share: returns the head to
+    // wake, or 0 if nobody waits.
+    id on_release(std::size_t n = 1, std::size_t capacity = 1) noexcept {
         if (fifo_.empty())
             return 0;
-        wake_ = true;
+        wakes_ = std::min({wakes_ + n, capacity, fifo_.size()});
         return fifo_.front();
     }
 
     // Whether `w` is the head and a wake-up waits for it.
-    bool woken(id w) const noexcept { return wake_ && is_head(w); }
-    // `w` sends an attempt: if it is the head, that attempt answers the pending wake-up.
+    bool woken(id w) const noexcept { return wakes_ > 0 && is_head(w); }
+    std::size_t wakes() const noexcept { return wakes_; }
+    // `w` sends an attempt: if it is the head, that attempt answers one pending wake-up.
     void on_attempt(id w) noexcept {
-        if (is_head(w))
-            wake_ = false;
+        if (is_head(w) && wakes_ > 0)
+            --wakes_;
     }
 
 private:
     std::deque<id> fifo_;
-    bool wake_ = false;
+    std::size_t wakes_ = 0;
 };
 
 } // namespace corolock::detail

@@ -2,6 +2,10 @@
 #include "io/acquire_op.hpp"
 
 #include "core/lock_scripts.hpp"
+#include "io/deliver.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
 
 #include <algorithm>
 
@@ -12,11 +16,10 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
       handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(tracked_work(handler_executor(handler_, spec().io.executor()))),
-      timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()) {
-    const std::string_view keys[] = {spec().name, spec().fence_key};
-    const std::string_view args[] = {
-        {owner_.data(), owner_.size()}, spec().lease_ms, spec().fence_ms};
-    req_ = detail::make_evalsha(acquire_script(), keys, args);
+      timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()),
+      member_(spec().member_prefix, owner_) {
+    capacity = spec().capacity;
+    req_ = spec().acquire_request(member_.view());
     // In the same write as the script: WAIT counts the replicas that have the grant.
     add_wait(req_, spec().wait_replicas, spec().wait_ms, count_connected(spec()));
     resp_.reserve(4); // the reply's shape: an array of two integers (then WAIT's integer)
@@ -56,7 +59,7 @@ void acquire_op::send_attempt() {
     svc_.stats_.attempts.fetch_add(1, std::memory_order_relaxed);
     resp_.clear();
     spec().io.eval(
-        acquire_script(), spec().name, req_, resp_,
+        spec().acquire_script(), spec().name, req_, resp_,
         [self = shared_from_this()](error_code ec) { self->on_reply(ec); }, once_);
 }
 
@@ -68,7 +71,7 @@ void acquire_op::on_reply(error_code ec) {
     if (ec == error::connection_lost) {
         r.what = attempt_reply::kind::unknown;
         r.ec = ec;
-    } else if (ec || (ec = decode_acquire(resp_, ar))) {
+    } else if (ec || (ec = decode_acquire(resp_, ar, spec().tokens()))) {
         r.what = attempt_reply::kind::failed;
         r.ec = ec;
     } else if (ar.acquired) {
@@ -125,6 +128,47 @@ void acquire_op::complete(error_code ec, bool granted) {
     deliver_on(handler_ex_, std::move(handler_), spec().io.executor(), ec, std::move(out));
     handler_ex_ = {};
     unlist();
+}
+
+clock::time_point deadline_in(clock::duration wait) noexcept {
+    const auto now = clock::now();
+    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
+}
+
+void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
+                   acquire_op::handler_type h) {
+    namespace asio = boost::asio;
+    const auto& spec = *core->spec;
+    auto ec = spec.invalid;
+    if (!ec && deadline == clock::time_point::min())
+        ec = error::invalid_wait;
+    if (ec) {
+        // Fails before anything is sent, and never inline.
+        core->svc->stats_.acquired(acquire_outcome::error, {});
+        if (spec.io.log().enabled(logger::level::debug))
+            spec.io.log().log(logger::level::debug,
+                              describe(spec) + "error after 0 ms (" + ec.message() + ")");
+        return deliver(std::move(h), spec.io.executor(), ec, lease{});
+    }
+    acquire_params p;
+    p.deadline = once ? deadline_in(spec.opts.try_timeout) : deadline;
+    p.once = once;
+    p.lease = spec.opts.lease;
+    p.drift = spec.drift;
+    p.retry_base = spec.opts.retry_base;
+    p.retry_max = spec.opts.retry_max;
+    p.replicas = spec.opts.replica_sync.replicas;
+    auto slot = asio::get_associated_cancellation_slot(h);
+    auto op = std::make_shared<acquire_op>(core, p, std::move(h));
+    auto& strand = spec.io.strand();
+    if (slot.is_connected())
+        slot.assign([weak = std::weak_ptr<acquire_op>(op), strand](asio::cancellation_type) {
+            asio::post(strand, [weak] {
+                if (auto o = weak.lock())
+                    o->cancel();
+            });
+        });
+    enter_strand(strand, [op = std::move(op)] { op->start(); });
 }
 
 } // namespace corolock::detail

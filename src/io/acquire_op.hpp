@@ -23,6 +23,7 @@ public:
     static acquire_op& of(acquisition& a) noexcept { return static_cast<acquire_op&>(a); }
     const lock_spec& spec() const noexcept { return *core_->spec; }
     const owner_id& owner() const noexcept { return owner_; }
+    const member_id& member() const noexcept { return member_; }
 
     // Strand only.
     void start();
@@ -54,9 +55,19 @@ private:
     clock::time_point armed_ = clock::time_point::max();
     const clock::time_point started_; // when the caller asked: the wait the metrics count
     owner_id owner_;
+    member_id member_;
     request req_;
     generic_response resp_;
 };
+
+// Starts an acquisition through a handle (a mutex's, or a semaphore's for some number of
+// permits): an invalid argument or a deadline of time_point::min() (a negative wait) fails
+// before anything is sent, and never inline.
+void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
+                   acquire_op::handler_type h);
+
+// The time `wait` from now; a huge wait is time_point::max().
+clock::time_point deadline_in(clock::duration wait) noexcept;
 
 } // namespace corolock::detail
 

@@ -25,6 +25,12 @@ std::int64_t to_ms(clock::duration d) {
 
 constexpr auto one_year = std::chrono::hours(24 * 365);
 
+// The renewal script's kind argument (static storage: the request copies it at once anyway).
+std::string_view kind_arg(record_kind k) noexcept {
+    static constexpr char kinds[] = {'h', 'z'};
+    return {k == record_kind::hash ? &kinds[0] : &kinds[1], 1};
+}
+
 error_code check(std::string_view name, const mutex_options& o) {
     if (!lockable_name(name))
         return error::invalid_name;
@@ -54,6 +60,50 @@ std::string describe(const lock_spec& spec) {
     return out;
 }
 
+lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, std::size_t k,
+                     std::size_t limit)
+    : lock_spec(std::move(t), std::move(n), o) {
+    record = record_kind::member;
+    fence_key.clear(); // a semaphore has no tokens
+    permits = k;
+    capacity = limit;
+    // At most 10 digits and ':' (member_id::max_prefix).
+    if (!invalid && (k < 1 || limit < 1 || k > limit || limit > 1'000'000'000))
+        invalid = error::invalid_argument;
+    if (invalid)
+        return;
+    permits_arg = std::to_string(k);
+    limit_arg = std::to_string(limit);
+    member_prefix = permits_arg + ":";
+}
+
+const script& lock_spec::acquire_script() const noexcept {
+    return record == record_kind::hash ? detail::acquire_script() : semaphore_acquire_script();
+}
+
+const script& lock_spec::release_script() const noexcept {
+    return record == record_kind::hash ? detail::release_script() : semaphore_release_script();
+}
+
+request lock_spec::acquire_request(std::string_view member) const {
+    if (record == record_kind::hash) {
+        const std::string_view keys[] = {name, fence_key};
+        const std::string_view args[] = {member, lease_ms, fence_ms};
+        return make_evalsha(acquire_script(), keys, args);
+    }
+    const std::string_view keys[] = {name};
+    const std::string_view args[] = {member, lease_ms, permits_arg, limit_arg};
+    return make_evalsha(acquire_script(), keys, args);
+}
+
+request lock_spec::release_request(std::string_view member, std::string_view publish,
+                                   bool eval) const {
+    const std::string_view keys[] = {name};
+    const std::string_view args[] = {member, channel, publish};
+    return eval ? make_eval(release_script(), keys, args)
+                : make_evalsha(release_script(), keys, args);
+}
+
 lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o)
     : io(std::move(t)), name(std::move(n)), opts(o), invalid(check(name, opts)) {
     if (lockable_name(name)) {
@@ -74,7 +124,7 @@ lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o)
 
 lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,
                          const owner_id& o, std::uint64_t t)
-    : svc(std::move(s)), spec(std::move(sp)), owner(o), token(t) {
+    : svc(std::move(s)), spec(std::move(sp)), owner(o), member(spec->member_prefix, o), token(t) {
     lease = spec->opts.lease;
     drift = spec->drift;
     watchdog = spec->opts.watchdog;
@@ -88,9 +138,9 @@ class lock_service::listener final : public push_listener {
 public:
     listener(std::weak_ptr<lock_service> svc, std::string name)
         : svc_(std::move(svc)), name_(std::move(name)) {}
-    void on_message(std::string_view, std::string_view) override {
+    void on_message(std::string_view, std::string_view payload) override {
         if (auto s = svc_.lock())
-            s->on_release_message(name_);
+            s->on_release_message(name_, release_credits(payload));
     }
     // Releases published while the connection was down are lost: try again.
     void on_reconnect() override { on_message({}, {}); }
@@ -215,7 +265,7 @@ void lock_service::perform(const lock_actions& actions) {
             }
             break;
         case lock_action::kind::give_back:
-            give_back(op.spec(), op.owner());
+            give_back(op.spec(), op.member());
             break;
         case lock_action::kind::attempt:
             op.send_attempt();
@@ -268,23 +318,22 @@ void lock_service::on_timer(acquire_op& op) {
     });
 }
 
-void lock_service::on_release_message(const std::string& name) {
+void lock_service::on_release_message(const std::string& name, std::size_t credits) {
     run([&](lock_core& c, clock::time_point now, lock_actions& out) {
-        if (c.on_release_message(name, now, out))
+        if (c.on_release_message(name, credits, now, out))
             stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
     });
 }
 
-void lock_service::give_back(const lock_spec& spec, const owner_id& owner) {
+void lock_service::give_back(const lock_spec& spec, const member_id& member) {
     stats_.undos.fetch_add(1, std::memory_order_relaxed);
     log().log(logger::level::info, describe(spec) + "undo sent (a grant nobody waits for, or an "
                                                     "attempt with an unknown outcome)");
-    const std::string_view keys[] = {spec.name};
-    const std::string_view args[] = {{owner.data(), owner.size()}, spec.channel, publish_flag()};
     // EVAL, not EVALSHA: an undo must reach Redis before anything queued after it (a NOSCRIPT
     // retry would put it behind the next attempt, and it would delete that new grant).
-    auto call = std::make_shared<script_call>(make_eval(release_script(), keys, args));
-    io_.eval(release_script(), spec.name, call->req, call->resp, [call](error_code) {});
+    auto call =
+        std::make_shared<script_call>(spec.release_request(member.view(), publish_flag(), true));
+    io_.eval(spec.release_script(), spec.name, call->req, call->resp, [call](error_code) {});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -366,7 +415,7 @@ void lock_service::lose(lease_state& s, error why, lease_loss reason) {
         deliver(std::move(h), io_.executor(), error_code(why));
     // Redis may still have the key (a renewal answered too late, max_hold): delete it now,
     // owner-checked, so that no one else waits for it to expire.
-    give_back(*s.spec, s.owner);
+    give_back(*s.spec, s.member);
 }
 
 void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
@@ -380,16 +429,13 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
         return;
     }
     forget(*s);
-    const std::string_view keys[] = {s->spec->name};
-    const std::string_view args[] = {s->owner_view(), s->spec->channel, publish_flag()};
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
     // NOSCRIPT, so the release cannot be re-queued behind that attempt (name_queue decides when).
     const bool hand_over = core_.release_hands_over(s->spec->name);
     const auto batch = io_.write_batch(hand_over); // the release and the attempt: one write
     auto call = std::make_shared<script_call>(
-        hand_over ? make_eval(release_script(), keys, args)
-                  : detail::make_evalsha(release_script(), keys, args));
-    io_.eval(release_script(), s->spec->name, call->req, call->resp,
+        s->spec->release_request(s->member.view(), publish_flag(), hand_over));
+    io_.eval(s->spec->release_script(), s->spec->name, call->req, call->resp,
              [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
                  bool released = false;
                  if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
@@ -422,7 +468,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     // release's own message, which arrives before either reply, is then not a wake-up.
     if (hand_over)
         run([&](lock_core& c, clock::time_point now, lock_actions& out) {
-            if (c.hand_off(s->spec->name, now, out))
+            if (c.hand_off(s->spec->name, s->spec->permits, now, out))
                 stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
         });
 }
@@ -433,7 +479,8 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
         return;
     }
     const std::string_view keys[] = {s->spec->name};
-    const std::string_view args[] = {s->owner_view(), s->spec->lease_ms};
+    const std::string_view args[] = {kind_arg(s->spec->record), s->member.view(),
+                                     s->spec->lease_ms};
     auto call = std::make_shared<script_call>(detail::make_evalsha(renew_script(), keys, args));
     add_wait(call->req, s->spec->wait_replicas, s->spec->wait_ms, count_connected(*s->spec));
     const auto sent = clock::now();
@@ -541,13 +588,14 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     const auto sent = clock::now();
     std::vector<std::string_view> keys, args;
     keys.reserve(batch.size());
-    args.reserve(2 * batch.size());
+    args.reserve(3 * batch.size());
     // One WAIT for the batch, as strict as its strictest lease: each lease checks its own count.
     std::vector<replica_ask> asks;
     asks.reserve(batch.size());
     for (auto& s : batch) {
         keys.push_back(s->spec->name);
-        args.push_back(s->owner_view());
+        args.push_back(kind_arg(s->spec->record)); // one batch renews every kind of record
+        args.push_back(s->member.view());
         args.push_back(s->spec->lease_ms);
         const auto& rs = s->spec->opts.replica_sync;
         asks.push_back({rs.replicas, rs.timeout, count_connected(*s->spec)});

@@ -9,6 +9,7 @@
 #include "core/handler_list.hpp"
 #include "core/lock_core.hpp"
 #include "core/lock_metrics.hpp"
+#include "core/lock_scripts.hpp"
 #include "io/connection_impl.hpp"
 #include "io/lock_transport.hpp"
 #include "io/owner_id.hpp"
@@ -32,17 +33,36 @@ using completion = boost::asio::any_completion_handler<void(error_code)>;
 
 class lock_service;
 
-// What every acquisition through one mutex shares: the names derived from the lock name and the
-// options, checked once.
+// What every acquisition through one handle shares: the kind of record it holds, the names
+// derived from the name and the options, checked once. The driver builds every script call of
+// an acquisition or a lease from here, whatever the kind.
 struct lock_spec {
+    // A mutex: a hash at the name, with a fencing token.
     lock_spec(lock_transport t, std::string n, mutex_options o);
+    // A semaphore's acquisitions of `permits` each, out of `limit`: members of a sorted set.
+    lock_spec(lock_transport t, std::string n, mutex_options o, std::size_t permits,
+              std::size_t limit);
     lock_transport io;
     std::string name, fence_key, channel;
     mutex_options opts;
+    record_kind record = record_kind::hash;
+    std::size_t permits = 1;            // units one lease holds and its release frees
+    std::size_t capacity = 1;           // units the name has (a semaphore's limit)
+    std::string member_prefix;          // before the owner id in the record's member ("<k>:")
     std::string lease_ms, fence_ms;     // script arguments
+    std::string permits_arg, limit_arg; // a semaphore's
     std::string wait_replicas, wait_ms; // WAIT's arguments (empty: no replica_sync)
     clock::duration drift;
     error_code invalid; // the argument check, done once
+
+    bool tokens() const noexcept { return record == record_kind::hash; }
+    const script& acquire_script() const noexcept;
+    const script& release_script() const noexcept;
+    // The acquire script call of `member` (EVALSHA), without WAIT.
+    request acquire_request(std::string_view member) const;
+    // The owner-checked release of `member`; `eval`: EVAL (never answered NOSCRIPT, so it cannot
+    // be re-queued behind what follows it), else EVALSHA.
+    request release_request(std::string_view member, std::string_view publish, bool eval) const;
 };
 
 class acquire_op;
@@ -69,7 +89,8 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     std::shared_ptr<lock_service> svc;
     std::shared_ptr<const lock_spec> spec;
     const owner_id owner;
-    const std::uint64_t token;
+    const member_id member;    // the record's name in Redis (spec->member_prefix + owner)
+    const std::uint64_t token; // 0 for a kind without tokens (a semaphore)
 
     // Any thread.
     std::atomic<unsigned> shares{1};
@@ -122,7 +143,7 @@ public:
     void cancel(acquire_op& op);
     void on_reply(acquire_op& op, const attempt_reply& r, bool answered);
     void on_timer(acquire_op& op);
-    void give_back(const lock_spec& spec, const owner_id& owner);
+    void give_back(const lock_spec& spec, const member_id& member);
 
     // ---- leases (strand only)
     void watch(const std::shared_ptr<lease_state>& s, clock::time_point sent);
@@ -157,7 +178,7 @@ private:
     template <class F>
     void run(F event);
     void perform(const lock_actions& actions);
-    void on_release_message(const std::string& name);
+    void on_release_message(const std::string& name, std::size_t credits);
     // The first acquisition: listen for force-unlocks, look at the server's eviction policy.
     void on_first_use();
     void on_forced(std::string_view owner);

@@ -593,7 +593,7 @@ BOOST_FIXTURE_TEST_CASE(extend_after_expiry_does_not_resurrect_the_lease, fixtur
         {
             const std::string_view keys[] = {"lock:expired"};
             const std::string lease = "200";
-            const std::string_view args[] = {old_owner, lease};
+            const std::string_view args[] = {"h", old_owner, lease};
             corolock::generic_response resp;
             co_await conn.async_eval(corolock::detail::renew_script(), keys, args, resp);
             std::vector<bool> renewed;

@@ -120,18 +120,45 @@ BOOST_AUTO_TEST_CASE(a_release_with_a_local_waiter_hands_over_at_most_four_times
     out.clear();
     for (int i = 0; i < 4; ++i) {
         BOOST_TEST(core.release_hands_over("n"));
-        BOOST_TEST(core.hand_off("n", t0 + 1ms, out));
+        BOOST_TEST(core.hand_off("n", 1, t0 + 1ms, out));
         BOOST_TEST((shown(out) == seq({{kind::attempt, &a}}))); // right behind the release
         out.clear();
         core.on_reply(a, held(), t0 + 2ms, out); // someone else was faster
         out.clear();
         // The hand-off's own release message wakes nobody.
-        BOOST_TEST(!core.on_release_message("n", t0 + 3ms, out));
+        BOOST_TEST(!core.on_release_message("n", 1, t0 + 3ms, out));
         BOOST_TEST(out.empty());
     }
-    BOOST_TEST(!core.release_hands_over("n"));               // the fifth goes out plain
-    BOOST_TEST(core.on_release_message("n", t0 + 4ms, out)); // a message now wakes the head
+    BOOST_TEST(!core.release_hands_over("n"));                  // the fifth goes out plain
+    BOOST_TEST(core.on_release_message("n", 1, t0 + 4ms, out)); // a message now wakes the head
     BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));
+}
+
+// A semaphore's release of k permits lets its k first local waiters retry, one after another:
+// each grant passes the wake-ups left to the next head (no fallback timer in between).
+BOOST_AUTO_TEST_CASE(a_release_of_k_permits_wakes_k_local_waiters_in_turn) {
+    lock_core core(1);
+    acquisition a(params(), "s"), b(params(), "s"), c(params(), "s"), d(params(), "s");
+    for (auto* x : {&a, &b, &c, &d})
+        x->capacity = 3; // a semaphore of 3
+    lock_actions out;
+    core.start(a, t0, out);
+    core.on_reply(a, held(), t0, out); // joins and subscribes; retries
+    core.on_reply(a, held(), t0, out); // waiting, head
+    for (auto* x : {&b, &c, &d})
+        core.start(*x, t0, out); // queued behind a
+    out.clear();
+    BOOST_TEST(core.on_release_message("s", 2, t0 + 1ms, out)); // "permits 2"
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));
+    out.clear();
+    core.on_reply(a, granted(0), t0 + 2ms, out);
+    // a leaves with its grant; b, the new head, has the second wake-up: it tries at once.
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &b}, {kind::complete, &a}})));
+    out.clear();
+    core.on_reply(b, granted(0), t0 + 3ms, out);
+    // Two permits, two retries: c waits for the next message or its timer.
+    BOOST_TEST((shown(out) == seq({{kind::complete, &b}})));
+    BOOST_TEST(c.fsm.current() == corolock::detail::acquire_fsm::state::waiting);
 }
 
 BOOST_AUTO_TEST_CASE(a_try_never_queues_and_a_second_acquire_queues_behind_the_first) {

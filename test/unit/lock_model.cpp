@@ -277,7 +277,7 @@ private:
         // The hand-off, as the core decides: the local head's attempt goes right behind the
         // release, at most name_queue::max_handoff_streak times in a row.
         event(a.proc, [&](lock_core& c, lock_actions& out) {
-            if (c.release_hands_over(name_of[a.name]) && c.hand_off(name_of[a.name], now_, out))
+            if (c.release_hands_over(name_of[a.name]) && c.hand_off(name_of[a.name], 1, now_, out))
                 ++handoffs_;
         });
     }
@@ -293,7 +293,7 @@ private:
         }
         if (f.push) {
             event(p, [&](lock_core& c, lock_actions& out) {
-                c.on_release_message(name_of[f.name], now_, out);
+                c.on_release_message(name_of[f.name], 1, now_, out);
             });
             return;
         }
@@ -356,7 +356,7 @@ private:
         }
         for (int n = 0; n < names; ++n) // the driver's listeners: a re-check after a reconnect
             event(p, [&](lock_core& c, lock_actions& out) {
-                c.on_release_message(name_of[n], now_, out);
+                c.on_release_message(name_of[n], 1, now_, out);
             });
     }
 

@@ -221,6 +221,61 @@ BOOST_AUTO_TEST_CASE(acquire_granted) {
     BOOST_TEST(timed.token == 1767225600123456u); // the server's TIME in microseconds
 }
 
+BOOST_AUTO_TEST_CASE(acquire_without_tokens) {
+    // A semaphore's grant carries no token: its second element must be 0, and a token is
+    // refused there as a reply of another script would be.
+    acquire_reply r;
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:0\r\n"), r, false));
+    BOOST_TEST(r.acquired);
+    BOOST_TEST(r.token == 0u);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:42\r\n"), r, false) ==
+               error::unexpected_reply);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:0\r\n"), r) ==
+               error::unexpected_reply);
+    acquire_reply busy;
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:0\r\n:250\r\n"), busy, false));
+    BOOST_TEST(busy.holder_ttl == 250); // until the earliest live permit's deadline
+    BOOST_TEST(corolock::detail::decode_acquire(
+                   wire("-LIMIT_MISMATCH corolock: the semaphore has the limit 5\r\n"), r, false) ==
+               error::limit_mismatch);
+}
+
+BOOST_AUTO_TEST_CASE(release_messages_say_how_many_may_retry) {
+    using corolock::detail::release_credits;
+    BOOST_TEST(release_credits("released") == 1u);
+    BOOST_TEST(release_credits("") == 1u); // a reconnect
+    BOOST_TEST(release_credits("permits 3") == 3u);
+    BOOST_TEST(release_credits("permits 1000000000") == 1000000000u);
+    for (std::string_view bad : {"permits ", "permits 0", "permits -1", "permits 3x", "permits x",
+                                 "permits 99999999999999999999999", "PERMITS 3"})
+        BOOST_TEST(release_credits(bad) == 1u, bad); // anything unknown: one retry
+}
+
+BOOST_AUTO_TEST_CASE(pair_replies) {
+    std::int64_t a = 0, b = 0;
+    BOOST_TEST(!corolock::detail::decode_pair(wire("*2\r\n:5\r\n:2\r\n"), a, b));
+    BOOST_TEST(a == 5);
+    BOOST_TEST(b == 2);
+    for (std::string_view bad :
+         {"*1\r\n:5\r\n", "*3\r\n:5\r\n:2\r\n:1\r\n", "*2\r\n$1\r\n5\r\n:2\r\n", ":5\r\n"})
+        BOOST_TEST(corolock::detail::decode_pair(wire(bad), a, b) == error::unexpected_reply, bad);
+    BOOST_TEST(corolock::detail::decode_pair(wire("-WRONGTYPE x\r\n"), a, b) == error::wrong_type);
+}
+
+BOOST_AUTO_TEST_CASE(guarded_source_checks_the_member_first) {
+    const std::string body = "return redis.call('DECR', KEYS[1])";
+    const std::string src = corolock::detail::make_guarded_source(body);
+    const auto check = src.find("score < now");
+    BOOST_TEST(check != std::string::npos);
+    BOOST_TEST(src.find("'TIME'") < check); // the server's clock decides
+    BOOST_TEST(check < src.find(body));
+    BOOST_TEST(src.find("unpack(KEYS, 2)") != std::string::npos);
+    BOOST_TEST(src.find("unpack(ARGV, 2)") != std::string::npos);
+    const corolock::fenced_script f(body);
+    BOOST_TEST(f.guarded().source() == src);
+    BOOST_TEST(f.guarded().sha1() != f.wrapped().sha1());
+}
+
 BOOST_AUTO_TEST_CASE(acquire_held_by_another) {
     acquire_reply r;
     BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:0\r\n:1234\r\n"), r));
@@ -441,9 +496,14 @@ BOOST_AUTO_TEST_CASE(fenced_source_wraps_the_body) {
 }
 
 BOOST_AUTO_TEST_CASE(script_digests) {
-    const corolock::script* all[] = {
-        &corolock::detail::acquire_script(), &corolock::detail::release_script(),
-        &corolock::detail::renew_script(), &corolock::detail::force_unlock_script()};
+    const corolock::script* all[] = {&corolock::detail::acquire_script(),
+                                     &corolock::detail::release_script(),
+                                     &corolock::detail::renew_script(),
+                                     &corolock::detail::force_unlock_script(),
+                                     &corolock::detail::semaphore_acquire_script(),
+                                     &corolock::detail::semaphore_release_script(),
+                                     &corolock::detail::semaphore_usage_script(),
+                                     &corolock::detail::semaphore_set_limit_script()};
     std::set<std::string> digests;
     for (const auto* s : all) {
         BOOST_TEST(s->sha1().size() == 40u);
@@ -451,7 +511,7 @@ BOOST_AUTO_TEST_CASE(script_digests) {
         BOOST_TEST(!s->source().empty());
         digests.insert(s->sha1());
     }
-    BOOST_TEST(digests.size() == 4u);
+    BOOST_TEST(digests.size() == std::size(all));
     // One object each, built once.
     BOOST_TEST(&corolock::detail::acquire_script() == all[0]);
     // The digest is SHA1 of the source, as SCRIPT LOAD computes it.

@@ -53,4 +53,44 @@ BOOST_AUTO_TEST_CASE(an_empty_queue_forgets_its_wake_up) {
     BOOST_TEST(!q.woken(5)); // a stale message must not make a newcomer skip its back-off
 }
 
+BOOST_AUTO_TEST_CASE(a_mutex_release_is_one_wake_up_however_many_messages) {
+    waiter_queue q;
+    q.push(1);
+    q.push(2);
+    q.on_release(); // two releases while 1's attempt is out: the lock is one unit
+    q.on_release();
+    BOOST_TEST(q.wakes() == 1u);
+    q.on_attempt(1);
+    BOOST_TEST(q.erase(1) == 2u);
+    BOOST_TEST(!q.woken(2)); // no second retry for a second message
+}
+
+BOOST_AUTO_TEST_CASE(k_permits_wake_k_heads_in_turn) {
+    waiter_queue q;
+    for (waiter_queue::id w = 1; w <= 4; ++w)
+        q.push(w);
+    BOOST_TEST(q.on_release(3, 5) == 1u); // "permits 3" of a semaphore of 5
+    BOOST_TEST(q.wakes() == 3u);
+    for (waiter_queue::id w = 1; w <= 3; ++w) {
+        BOOST_TEST(q.woken(w));
+        q.on_attempt(w);
+        q.erase(w); // granted: the next head has what is left
+    }
+    BOOST_TEST(!q.woken(4)); // three permits, three retries
+}
+
+BOOST_AUTO_TEST_CASE(wake_ups_are_capped_by_capacity_and_waiters) {
+    waiter_queue q;
+    q.push(1);
+    q.push(2);
+    q.on_release(5, 10);
+    BOOST_TEST(q.wakes() == 2u); // two waiters
+    waiter_queue r;
+    for (waiter_queue::id w = 1; w <= 6; ++w)
+        r.push(w);
+    r.on_release(4, 3);
+    r.on_release(4, 3);
+    BOOST_TEST(r.wakes() == 3u); // a semaphore of 3 never frees more than 3 at once
+}
+
 BOOST_AUTO_TEST_SUITE_END()
