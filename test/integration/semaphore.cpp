@@ -113,6 +113,17 @@ BOOST_FIXTURE_TEST_CASE(permits_are_leases_up_to_the_limit, fixture) {
         auto u = co_await usage_of(s);
         BOOST_TEST(u.limit == 3);
         BOOST_TEST(u.used == 3);
+        // The key layout of doc/keys.md: "<k>:<owner>" scored by its deadline, "=limit" by
+        // -limit, and a TTL no shorter than the latest deadline.
+        BOOST_TEST(srv.command({"ZSCORE", "sem:basic", "=limit"}) == "$2\r\n-3\r\n");
+        const auto score = srv.command({"ZSCORE", "sem:basic", "2:" + std::string(b.owner_id())});
+        BOOST_TEST(score.starts_with("$13\r\n")); // server ms
+        const auto t = srv.command({"TIME"});
+        const auto secs = std::stoll(t.substr(t.find("\r\n", 5) + 2));
+        const auto deadline = std::stoll(score.substr(score.find("\r\n") + 2));
+        const auto pttl = std::stoll(srv.command({"PTTL", "sem:basic"}).substr(1));
+        BOOST_TEST(deadline > secs * 1000);
+        BOOST_TEST(secs * 1000 + pttl + 1000 >= deadline); // TTL covers the deadline (± 1 s)
         auto [ec, c] = co_await s.async_try_acquire(1, tuple_deferred);
         BOOST_TEST(!ec, ec.message());
         BOOST_TEST(!c.valid()); // full
