@@ -9,7 +9,9 @@
 //     is the key's owner in the model;
 //   - every acquisition completes exactly once, and by its deadline;
 //   - every grant nobody holds (cancelled, timed out, unknown outcome) is undone: once all is
-//     quiet, no key is left.
+//     quiet, no key is left;
+//   - no renewal after release: the lease table (the watchdog's decisions, core/lease_table)
+//     never makes a released or lost lease due, and a renewal's reply never revives one.
 // Each process runs the real lock core (core/lock_core, the object src/io/lock_service.cpp
 // drives): its acquisitions, queues, wake-ups and hand-offs (bounded in a row), the messages of
 // its own releases. The model only performs the core's actions, with a switch, as the driver does.
@@ -41,17 +43,20 @@ constexpr int names = 2;
 constexpr int processes = 3;
 
 struct request {
-    enum kind { acquire, release, subscribe, unsubscribe } what;
+    enum kind { acquire, release, subscribe, unsubscribe, renew } what;
     int op = 0; // acquire: the op waiting for the reply
     std::uint64_t owner = 0;
     int name = 0;
-    bool lease_release = false; // a lease's release (answered), not an undo
+    bool lease_release = false;    // a lease's release (answered), not an undo
+    clock_type::time_point sent{}; // renew: when the watchdog sent it
 };
 
 struct frame {
     bool push = false;          // a release message for `name`
     bool release_reply = false; // the answer to a lease's release of `name`
     bool released = false;
+    bool renew_reply = false; // the answer to op's renewal (`released`: renewed)
+    clock_type::time_point sent{};
     int name = 0;
     int op = 0;
     attempt_reply reply;
@@ -64,6 +69,7 @@ struct key_state {
 
 const std::string name_of[names] = {"lock:0", "lock:1"};
 int total_handoffs = 0; // over every seed: the model exercises hand-offs
+int total_renewals = 0; // and renewals
 
 // The core's acquisition, with what the model checks about it.
 struct acquisition : corolock::detail::acquisition {
@@ -71,8 +77,9 @@ struct acquisition : corolock::detail::acquisition {
     int id = 0, proc = 0, name = 0;
     std::uint64_t owner = 0;
     clock_type::time_point deadline;
-    bool completed = false, granted = false, released = false, on_wire = false;
+    bool completed = false, granted = false, released = false, on_wire = false, lost = false;
     clock_type::time_point valid_until{};
+    corolock::detail::lease_watch watch; // in the core's lease table while held
 };
 
 struct process_state {
@@ -109,9 +116,11 @@ public:
             check_orphan(keys_[n].owner);
         BOOST_TEST_MESSAGE("grants " << grants_ << ", timeouts " << timeouts_ << ", drops "
                                      << drops_ << ", undos " << undos_ << ", hand-offs "
-                                     << handoffs_);
+                                     << handoffs_ << ", renewals " << renewals_ << ", losses "
+                                     << losses_);
         BOOST_CHECK(grants_ > 0);
         total_handoffs += handoffs_;
+        total_renewals += renewals_;
     }
 
 private:
@@ -172,6 +181,17 @@ private:
                     }
             }
             break;
+        case request::renew: {
+            frame f;
+            f.renew_reply = true;
+            f.op = r.op;
+            f.sent = r.sent;
+            f.released = k.owner == r.owner && live(r.name); // never brings an expired key back
+            if (f.released)
+                k.expiry = now_ + lease_;
+            procs_[p].in.push_back(f);
+            break;
+        }
         case request::subscribe:
             subscribed_[p][r.name] = true;
             break;
@@ -227,6 +247,12 @@ private:
                 a.granted = x.granted;
                 if (x.granted) {
                     ++grants_;
+                    // Held: the watchdog's table has it (2 leases in 3 renewed by it).
+                    a.watch.lease = lease_;
+                    a.watch.drift = drift_;
+                    a.watch.watchdog = rng_() % 3 != 0;
+                    proc.core.leases().add(a.watch, a.fsm.sent());
+                    BOOST_REQUIRE(a.watch.valid_until == a.fsm.valid_until());
                     a.valid_until = a.fsm.valid_until();
                 } else if (x.ec == error::acquire_timeout) {
                     ++timeouts_;
@@ -273,6 +299,8 @@ private:
     void release(acquisition& a) {
         note("release op " + std::to_string(a.id));
         a.released = true;
+        if (corolock::detail::lease_table::contains(a.watch))
+            procs_[a.proc].core.leases().remove(a.watch); // as lock_service::forget
         procs_[a.proc].out.push_back({request::release, 0, a.owner, a.name, true});
         // The hand-off, as the core decides: the local head's attempt goes right behind the
         // release, at most name_queue::max_handoff_streak times in a row.
@@ -295,6 +323,21 @@ private:
             event(p, [&](lock_core& c, lock_actions& out) {
                 c.on_release_message(name_of[f.name], 1, now_, out);
             });
+            return;
+        }
+        if (f.renew_reply) {
+            auto& a = *ops_[f.op - 1];
+            core.on_script_reply();
+            if (!corolock::detail::lease_table::contains(a.watch)) {
+                BOOST_REQUIRE(a.released || a.lost); // why it left the table
+                return;                              // the reply revives nothing
+            }
+            if (core.leases().on_renewed(a.watch, f.sent, now_, f.released)) {
+                a.lost = true;
+                ++losses_;
+            } else {
+                a.valid_until = a.watch.valid_until;
+            }
             return;
         }
         auto& a = *ops_[f.op - 1];
@@ -322,9 +365,12 @@ private:
         auto& proc = procs_[p];
         std::vector<int> unknown;
         std::vector<int> failed_releases; // their completions say connection_lost
+        std::vector<int> failed_renewals;
         for (auto& f : proc.in) {
             if (f.release_reply)
                 failed_releases.push_back(f.name);
+            else if (f.renew_reply)
+                failed_renewals.push_back(f.op);
             else if (!f.push)
                 unknown.push_back(f.op);
         }
@@ -335,9 +381,14 @@ private:
                 unknown.push_back(r.op);
             if (r.lease_release)
                 failed_releases.push_back(r.name);
+            if (r.what == request::renew)
+                failed_renewals.push_back(r.op);
         }
         proc.out.clear();
         proc.in.clear();
+        for (int id : failed_renewals) // the deadline decides
+            if (corolock::detail::lease_table::contains(ops_[id - 1]->watch))
+                proc.core.leases().on_renew_failed(ops_[id - 1]->watch, now_);
         for (int n : failed_releases)
             proc.core.on_release_reply(name_of[n], false);
         for (int n = 0; n < names; ++n) {
@@ -380,6 +431,40 @@ private:
                           [&](lock_core& c, lock_actions& out) { c.on_timer(*a, now_, out); });
         }
         now_ = std::max(now_, t);
+        run_watchdogs();
+    }
+
+    // Each process's watchdog at `now_`: what its lease table says is lost or due. A released
+    // or lost lease is never due (no renewal after release).
+    void run_watchdogs() {
+        for (int p = 0; p < processes; ++p) {
+            auto& proc = procs_[p];
+            corolock::detail::lease_table::plan plan;
+            proc.core.leases().make_plan(now_, plan);
+            for (auto& [w, why] : plan.losing) {
+                auto& a = owner_of(*w);
+                BOOST_REQUIRE_MESSAGE(!a.released && !a.lost, "lost twice: " << a.id);
+                a.lost = true;
+                ++losses_;
+            }
+            for (auto* w : plan.due) {
+                auto& a = owner_of(*w);
+                BOOST_REQUIRE_MESSAGE(!a.released && !a.lost,
+                                      "a renewal of released or lost lease " << a.id);
+                request r{request::renew, a.id, a.owner, a.name};
+                r.sent = now_;
+                proc.out.push_back(r);
+                ++renewals_;
+            }
+        }
+    }
+
+    acquisition& owner_of(const corolock::detail::lease_watch& w) {
+        for (auto& a : ops_)
+            if (&a->watch == &w)
+                return *a;
+        BOOST_FAIL("a watch of no acquisition");
+        throw;
     }
 
     bool busy() const {
@@ -435,7 +520,7 @@ private:
     void check() {
         for (auto& ap : ops_) {
             auto& a = *ap;
-            if (!a.granted || a.released || now_ >= a.valid_until)
+            if (!a.granted || a.released || a.lost || now_ >= a.valid_until)
                 continue;
             BOOST_REQUIRE_MESSAGE(live(a.name) && keys_[a.name].owner == a.owner,
                                   "acquisition " << a.id << " believes it holds lock " << a.name
@@ -465,7 +550,8 @@ private:
     std::uint64_t owners_ = 0, token_ = 0;
     std::deque<std::string> log_;
     std::set<std::uint64_t> undone_;
-    int grants_ = 0, timeouts_ = 0, drops_ = 0, undos_ = 0, handoffs_ = 0;
+    int grants_ = 0, timeouts_ = 0, drops_ = 0, undos_ = 0, handoffs_ = 0, renewals_ = 0,
+        losses_ = 0;
 };
 
 } // namespace
@@ -480,6 +566,7 @@ BOOST_AUTO_TEST_CASE(random_event_orders_keep_every_invariant) {
         }
     }
     BOOST_TEST(total_handoffs > 0);
+    BOOST_TEST(total_renewals > 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
