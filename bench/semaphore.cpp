@@ -110,8 +110,8 @@ int run_semaphore(const options& in) {
               << " = permits/hold; " << show(sem.writes, 2) << " writes, " << show(sem.cpu_us, 1)
               << " us client CPU per cycle)\n"
               << "  mutex: " << show(mtx.rate, 0) << " cycles/s (" << show(mtx.rate / ideal_mtx, 2)
-              << " of " << show(ideal_mtx, 0) << " = 1/hold; " << show(mtx.writes, 2)
-              << " writes, " << show(mtx.cpu_us, 1) << " us)\n";
+              << " of " << show(ideal_mtx, 0) << " = 1/hold; " << show(mtx.writes, 2) << " writes, "
+              << show(mtx.cpu_us, 1) << " us)\n";
     if (o.json)
         json_line()
             .num("semaphore_cycles_per_s", sem.rate)
