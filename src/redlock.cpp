@@ -5,13 +5,16 @@
 // answers on its connection's strand; the answer is posted to the redlock's strand. See
 // doc/redlock.md.
 #include "core/handler_list.hpp"
+#include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
 #include "core/redlock_fsm.hpp"
 #include "core/redlock_scripts.hpp"
+#include "core/waiter_queue.hpp"
 #include "io/access.hpp"
 #include "io/connection_impl.hpp"
 #include "io/exec.hpp"
 #include "io/owner_id.hpp"
+#include "io/rearm.hpp"
 #include <corolock/redlock.hpp>
 
 #include <boost/asio/any_completion_executor.hpp>
@@ -41,8 +44,6 @@ using completion_ec = asio::any_completion_handler<void(error_code)>;
 
 namespace {
 
-constexpr auto one_year = std::chrono::hours(24 * 365);
-
 std::int64_t to_ms(clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
@@ -52,12 +53,11 @@ error_code check(std::size_t n, bool duplicates, std::string_view name, const re
         return error::invalid_argument;
     if (!lockable_name(name))
         return error::invalid_name;
-    if (o.lease < std::chrono::milliseconds(10) || o.lease > one_year)
+    if (!valid_lease(o.lease))
         return error::invalid_lease;
-    if (o.node_timeout < clock::duration::zero() || o.node_timeout > one_year ||
-        !(o.drift_factor >= 0.0 && o.drift_factor <= 0.5) || o.max_hold < clock::duration::zero() ||
-        o.max_hold > one_year || o.retry_base < std::chrono::milliseconds(1) ||
-        o.retry_max < o.retry_base || o.retry_max > one_year)
+    const auto zero = clock::duration::zero();
+    if (!within(o.node_timeout, zero) || !(o.drift_factor >= 0.0 && o.drift_factor <= 0.5) ||
+        !within(o.max_hold, zero) || !valid_retry(o.retry_base, o.retry_max))
         return error::invalid_argument;
     return {};
 }
@@ -122,7 +122,7 @@ struct redlock_core : std::enable_shared_from_this<redlock_core>, context_shutdo
     // subscription of the handle (on every node while anyone waits). A release message wakes
     // the first only: 50 waiters woken by every message made 50 rounds per release, each on
     // every node. The others retry on their back-off timers, or wake when they come first.
-    std::deque<redlock_acquire_op*> waiters; // strand only
+    waiter_queue waiters;                    // strand only (ids: the ops' addresses)
     std::shared_ptr<push_listener> listener; // strand only
     void join(redlock_acquire_op* op);       // strand only
     void leave(redlock_acquire_op* op);      // strand only
@@ -172,29 +172,6 @@ struct redlock_core : std::enable_shared_from_this<redlock_core>, context_shutdo
         fan_out(reqs, &owner_requests::release, std::move(on_vote));
     }
 };
-
-// Arms `timer` at `t` unless it is armed for `t` already (max: disarms it); at `t` it calls
-// `fire(*self, late)`, `late` being how long after `t` it runs (a stalled process runs it late,
-// possibly ahead of answers that arrived in time: worth a word in the log). One timer per
-// acquisition and per lease, re-armed after every event.
-template <class Self, class F>
-void rearm(std::shared_ptr<Self> self, asio::steady_timer& timer, clock::time_point& armed,
-           clock::time_point t, F fire) {
-    if (t == armed)
-        return;
-    armed = t;
-    if (t == clock::time_point::max()) {
-        timer.cancel();
-        return;
-    }
-    timer.expires_at(t);
-    timer.async_wait([self = std::move(self), &armed, t, fire](error_code ec) {
-        if (ec || armed != t)
-            return;
-        armed = clock::time_point::max();
-        fire(*self, clock::now() - t);
-    });
-}
 
 std::string describe(const redlock_spec& spec) {
     std::string out = "corolock: redlock '";
@@ -350,8 +327,7 @@ public:
     redlock_acquire_op(std::shared_ptr<redlock_core> core, const redlock_params& p, handler_type h)
         : core_(std::move(core)), fsm_(p), handler_(std::move(h)),
           // Tracked: a pending acquire keeps the caller's io_context from running out of work.
-          handler_ex_(asio::prefer(asio::get_associated_executor(handler_, spec().executor()),
-                                   asio::execution::outstanding_work.tracked)),
+          handler_ex_(tracked_work(handler_executor(handler_, spec().executor()))),
           timer_(core_->strand),
           reqs_(std::make_shared<const owner_requests>(spec(), random_owner_id())) {}
 
@@ -473,13 +449,7 @@ private:
         }
         deliver(std::move(handler_), spec().executor(), ec, std::move(out));
         handler_ex_ = {};
-        auto& p = core_->pending;
-        auto it =
-            std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });
-        if (it != p.end()) {
-            std::swap(*it, p.back());
-            p.pop_back();
-        }
+        unlist(core_->pending, this);
     }
 
     std::shared_ptr<redlock_core> core_;
@@ -511,6 +481,14 @@ private:
     asio::strand<asio::any_io_executor> strand_;
 };
 
+namespace {
+
+waiter_queue::id id_of(redlock_acquire_op* op) noexcept {
+    return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(op));
+}
+
+} // namespace
+
 void redlock_core::join(redlock_acquire_op* op) {
     if (waiters.empty()) {
         // Queued on each connection ahead of the round that follows: no release is missed.
@@ -519,14 +497,13 @@ void redlock_core::join(redlock_acquire_op* op) {
             asio::post(node->strand(),
                        [node, ch = spec->channel, l = listener] { node->add_listener(ch, l); });
     }
-    waiters.push_back(op);
+    waiters.push(id_of(op));
 }
 
 void redlock_core::leave(redlock_acquire_op* op) {
-    auto it = std::find(waiters.begin(), waiters.end(), op);
-    if (it == waiters.end())
+    if (waiters.empty())
         return;
-    waiters.erase(it);
+    waiters.erase(id_of(op));
     if (!waiters.empty() || !listener)
         return;
     for (auto& node : spec->nodes)
@@ -541,7 +518,7 @@ void redlock_core::abandon() noexcept {
     // handle (and its destructor posts to the dead strand).
     auto ops = std::move(pending);
     pending.clear();
-    waiters.clear();
+    waiters = {};
     listener.reset();
     std::vector<redlock_acquire_op::handler_type> handlers;
     for (auto& op : ops)
@@ -550,8 +527,8 @@ void redlock_core::abandon() noexcept {
 }
 
 void redlock_core::wake_head() {
-    if (!waiters.empty())
-        waiters.front()->wake();
+    if (const auto head = waiters.head())
+        reinterpret_cast<redlock_acquire_op*>(static_cast<std::uintptr_t>(head))->wake();
 }
 
 } // namespace detail

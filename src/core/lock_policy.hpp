@@ -70,6 +70,24 @@ private:
     std::size_t handoff_streak_ = 0;
 };
 
+// The bounds every lock's options share (mutex_options, redlock_options), checked before
+// anything is sent. Below 10 ms a lease cannot outlast its own round trip and drift margin.
+inline constexpr std::chrono::steady_clock::duration max_option_duration =
+    std::chrono::hours(24 * 365);
+inline constexpr std::chrono::steady_clock::duration min_lease = std::chrono::milliseconds(10);
+inline bool within(std::chrono::steady_clock::duration d, std::chrono::steady_clock::duration lo,
+                   std::chrono::steady_clock::duration hi = max_option_duration) noexcept {
+    return d >= lo && d <= hi;
+}
+inline bool valid_lease(std::chrono::steady_clock::duration lease) noexcept {
+    return within(lease, min_lease);
+}
+// The fallback back-off: from `base` (at least 1 ms) to `max` (at least `base`).
+inline bool valid_retry(std::chrono::steady_clock::duration base,
+                        std::chrono::steady_clock::duration max) noexcept {
+    return within(base, std::chrono::milliseconds(1)) && within(max, base);
+}
+
 // At most this many leases per renew script.
 inline constexpr std::size_t max_renew_batch = 100;
 

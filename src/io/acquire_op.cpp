@@ -3,6 +3,7 @@
 
 #include "core/lock_scripts.hpp"
 #include "io/deliver.hpp"
+#include "io/rearm.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
@@ -37,12 +38,7 @@ acquire_op::handler_type acquire_op::abandon() noexcept {
 }
 
 void acquire_op::unlist() noexcept {
-    auto& p = core_->pending;
-    auto it = std::find_if(p.begin(), p.end(), [this](const auto& op) { return op.get() == this; });
-    if (it != p.end()) {
-        std::swap(*it, p.back());
-        p.pop_back();
-    }
+    detail::unlist(core_->pending, this);
 }
 
 void acquire_op::start() {
@@ -87,20 +83,8 @@ void acquire_op::on_reply(error_code ec) {
 }
 
 void acquire_op::arm(clock::time_point t) {
-    if (t == armed_)
-        return;
-    armed_ = t;
-    if (t == clock::time_point::max()) {
-        timer_.cancel();
-        return;
-    }
-    timer_.expires_at(t);
-    timer_.async_wait([self = shared_from_this(), t](error_code ec) {
-        if (ec || self->armed_ != t)
-            return;
-        self->armed_ = clock::time_point::max();
-        self->svc_.on_timer(*self);
-    });
+    rearm(shared_from_this(), timer_, armed_, t,
+          [](acquire_op& self, clock::duration) { self.svc_.on_timer(self); });
 }
 
 void acquire_op::complete(error_code ec, bool granted) {

@@ -23,8 +23,6 @@ std::int64_t to_ms(clock::duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-constexpr auto one_year = std::chrono::hours(24 * 365);
-
 // The renewal script's kind argument (static storage: the request copies it at once anyway).
 std::string_view kind_arg(record_kind k) noexcept {
     static constexpr char kinds[] = {'h', 'z'};
@@ -34,19 +32,16 @@ std::string_view kind_arg(record_kind k) noexcept {
 error_code check(std::string_view name, const mutex_options& o) {
     if (!lockable_name(name))
         return error::invalid_name;
-    // Below 10 ms a lease cannot outlast its own round trip and drift margin.
-    if (o.lease < std::chrono::milliseconds(10) || o.lease > one_year)
+    if (!valid_lease(o.lease))
         return error::invalid_lease;
-    if (o.max_hold < clock::duration::zero() || o.max_hold > one_year ||
-        o.retry_base < std::chrono::milliseconds(1) || o.retry_max < o.retry_base ||
-        o.retry_max > one_year || o.fence_retention < std::chrono::milliseconds(1) ||
-        o.fence_retention > one_year || o.try_timeout < std::chrono::milliseconds(1) ||
-        o.try_timeout > one_year)
+    const auto zero = clock::duration::zero();
+    if (!within(o.max_hold, zero) || !valid_retry(o.retry_base, o.retry_max) ||
+        !within(o.fence_retention, std::chrono::milliseconds(1)) ||
+        !within(o.try_timeout, std::chrono::milliseconds(1)))
         return error::invalid_argument;
     const auto& rs = o.replica_sync;
     if (rs.replicas < 0 || rs.replicas > 1000 ||
-        (rs.replicas > 0 &&
-         (rs.timeout < std::chrono::milliseconds(1) || rs.timeout > o.lease / 2)))
+        (rs.replicas > 0 && !within(rs.timeout, std::chrono::milliseconds(1), o.lease / 2)))
         return error::invalid_argument;
     return {};
 }

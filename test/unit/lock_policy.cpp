@@ -154,4 +154,20 @@ BOOST_AUTO_TEST_CASE(documented_defaults_and_limits_are_the_code_s) {
     BOOST_TEST(design.find("`now + try_timeout` (default 1 s)") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(option_bounds_shared_by_every_lock) {
+    using namespace std::chrono_literals;
+    using corolock::detail::valid_lease;
+    using corolock::detail::valid_retry;
+    using corolock::detail::within;
+    BOOST_TEST(!valid_lease(9ms));
+    BOOST_TEST(valid_lease(10ms));
+    BOOST_TEST(valid_lease(std::chrono::hours(24 * 365)));
+    BOOST_TEST(!valid_lease(std::chrono::hours(24 * 365) + 1ns));
+    BOOST_TEST(valid_retry(1ms, 1ms));
+    BOOST_TEST(!valid_retry(0ms, 1ms));
+    BOOST_TEST(!valid_retry(50ms, 49ms));
+    BOOST_TEST(within(0ms, 0ms));
+    BOOST_TEST(!within(-1ns, 0ms));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
