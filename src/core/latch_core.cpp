@@ -139,10 +139,15 @@ void latch_core::on_read(std::uint64_t seq, error_code ec, const latch_snapshot&
     settle(out);
 }
 
-void latch_core::on_message(std::string_view payload, time_point, latch_actions& out) {
+void latch_core::on_message(std::string_view payload, time_point now, latch_actions& out) {
     const auto gen = parse_open_message(payload);
-    if (!gen)
+    if (!gen) {
+        // Not an open message we can read: the cluster's relay passes no payload, and another
+        // primitive's message on the name's channel says little. Something happened: read again.
+        if (!payload.starts_with("open "))
+            on_reconnect(now, out);
         return;
+    }
     // Every awaiter of that round, in every position: the message is for all of them (Redisson
     // woke one, #5349). Awaiters whose first read has not answered yet are left to it: the
     // message may be from an earlier round than the one their read will show.

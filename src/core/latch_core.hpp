@@ -56,7 +56,8 @@ public:
     // The reply of read `seq` (ec: its error; else `s`).
     void on_read(std::uint64_t seq, error_code ec, const latch_snapshot& s, time_point now,
                  latch_actions& out);
-    // A release-channel message (any payload: only "open <gen>" counts).
+    // A release-channel message: "open <gen>" wakes that round's awaiters; another payload
+    // (none: a cluster's relay) reads the latch again; a malformed "open ..." is ignored.
     void on_message(std::string_view payload, time_point now, latch_actions& out);
     // The timer armed last expired (a stale expiry is harmless: it only re-reads or re-arms).
     void on_timer(time_point now, latch_actions& out);

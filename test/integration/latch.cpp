@@ -35,7 +35,6 @@ using namespace std::chrono_literals;
 using asio::awaitable;
 using corolock::error;
 using corolock::error_code;
-using corolock::latch;
 using corolock::latch_options;
 using corolock::test::config_for;
 using corolock::test::eventually;
@@ -63,7 +62,7 @@ std::int64_t integer(const std::string& raw) {
 }
 
 // Starts `n` awaits of `l`; `done` counts those that completed without error, `failed` the rest.
-void start_awaits(latch& l, int n, std::atomic<int>& done, std::atomic<int>& failed,
+void start_awaits(corolock::latch& l, int n, std::atomic<int>& done, std::atomic<int>& failed,
                   clock_type::duration wait = 20s) {
     for (int i = 0; i < n; ++i)
         l.async_wait_for(wait, [&](error_code ec) { ++(ec ? failed : done); });
@@ -279,6 +278,7 @@ BOOST_FIXTURE_TEST_CASE(cancelling_one_awaiter_leaves_the_others, corolock::test
         // latch::cancel ends the rest.
         corolock::latch m(conn, "latch:cancel2", slow_reads());
         auto [c2, r2] = co_await m.async_create(1, tuple_deferred);
+        BOOST_TEST_REQUIRE(!c2);
         std::atomic<int> d2{0}, f2{0};
         start_awaits(m, 4, d2, f2);
         co_await sleep_for(100ms);

@@ -122,10 +122,26 @@ BOOST_FIXTURE_TEST_CASE(a_message_of_another_generation_is_ignored, fixture) {
     waiting(3, closed(7));
     core.on_message("open 6", now, out);
     core.on_message("open 8", now, out);
-    core.on_message("released", now, out);
     core.on_message("open 7x", now, out);
-    BOOST_TEST((completions(take()) == 0u));
+    core.on_message("open ", now, out);
+    auto a = take();
+    BOOST_TEST((completions(a) == 0u));
+    BOOST_TEST(count(a, kind::read) == 0u);
     BOOST_TEST(core.waiters() == 3u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_message_without_payload_reads_again, fixture) {
+    // A cluster's relay passes no payload; a mutex on the name publishes "released".
+    waiting(3, closed(7));
+    core.on_message("", now, out);
+    auto a = take();
+    BOOST_TEST((completions(a) == 0u));
+    const auto seq = read_seq(a);
+    BOOST_REQUIRE(seq != 0u);
+    core.on_message("released", now, out); // one read at a time
+    BOOST_TEST(read_seq(take()) == 0u);
+    core.on_read(seq, {}, opened(7), now, out);
+    BOOST_TEST(completions(take()) == 3u);
 }
 
 BOOST_FIXTURE_TEST_CASE(a_message_before_the_first_read_leaves_it_to_the_read, fixture) {
