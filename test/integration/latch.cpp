@@ -3,6 +3,7 @@
 // idempotent and generation-checked count-downs, every awaiter woken (two processes, two
 // connections), late awaiters, TTLs, cancellation, a Redis Cluster and a reconnect.
 #include "common/coro_test.hpp"
+#include "common/fault_proxy.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/redis_process.hpp"
 #include "common/server_fixture.hpp"
@@ -154,6 +155,46 @@ BOOST_FIXTURE_TEST_CASE(a_retried_count_down_counts_once, corolock::test::server
         BOOST_TEST(srv.command({"SCARD", "{latch:retry}:d"}) == ":1\r\n");
         auto [oec, ost] = co_await l.async_count_down("worker-2", round.generation, tuple_deferred);
         BOOST_TEST(ost.open);
+    });
+}
+
+// The reply of a count-down is lost with its connection (`connection_lost`): the caller cannot
+// know whether it counted, retries with the same id, and it counts once.
+BOOST_FIXTURE_TEST_CASE(a_count_down_retried_after_connection_lost_counts_once,
+                        corolock::test::server_fixture) {
+    corolock::test::fault_proxy proxy(srv.port());
+    run([&]() -> awaitable<void> {
+        auto cfg = config_for(srv);
+        cfg.port = std::to_string(proxy.port());
+        auto& proxied = add_connection(cfg, quiet());
+        corolock::latch l(proxied, "latch:lost");
+        corolock::latch p(peer, "latch:lost");
+        auto [cec, round] = co_await p.async_create(2, tuple_deferred);
+        BOOST_TEST_REQUIRE(!cec, cec.message());
+        auto [warm, ws] = co_await l.async_count_down("warm-up", 1, tuple_deferred);
+        BOOST_TEST(warm == error::stale_generation); // connected, script loaded
+        proxy.half_open(); // the count-down reaches the server, its reply never comes back
+        error_code first;
+        bool answered = false;
+        l.async_count_down("worker-1", round.generation, [&](error_code ec, corolock::latch_state) {
+            first = ec;
+            answered = true;
+        });
+        BOOST_TEST(co_await eventually(
+            [&] {
+                return srv.command({"SCARD", "{latch:lost}:d"}) == ":1\r\n";
+            },
+            5s));
+        proxy.reset_all();
+        proxy.heal();
+        BOOST_TEST(co_await eventually([&] { return answered; }, 5s));
+        BOOST_TEST(first == error::connection_lost, first.message());
+        // The retry, same id: counted once.
+        auto [rec, st] = co_await l.async_count_down("worker-1", round.generation, tuple_deferred);
+        BOOST_TEST(!rec, rec.message());
+        BOOST_TEST(!st.open);
+        BOOST_TEST(st.remaining == 1u);
+        BOOST_TEST(srv.command({"SCARD", "{latch:lost}:d"}) == ":1\r\n");
     });
 }
 
