@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 using corolock::error;
 using corolock::error_code;
@@ -354,6 +356,158 @@ BOOST_FIXTURE_TEST_CASE(cancel_all_ends_everyone, fixture) {
     // A late reply of a read nobody waits for is ignored.
     core.on_read(99, {}, opened(7), now, out);
     BOOST_TEST(take().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Random interleavings of awaits, cancellations, the open, its message, read replies, timer
+// expiries and reconnects (which lose messages in flight), against a model of the server. The
+// invariants: one read at a time; subscribed exactly while someone waits; each await completes
+// once; success only once the latch is open; and once it is open, every await completes with
+// success without any further event than reads, messages and timers.
+BOOST_AUTO_TEST_SUITE(latch_core_model)
+
+BOOST_AUTO_TEST_CASE(random_interleavings_keep_the_invariants) {
+    for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+        BOOST_TEST_CONTEXT("seed " << seed) {
+            std::minstd_rand rng(seed);
+            d::latch_core core(10ms, 80ms, seed);
+            auto now = d::latch_core::time_point(std::chrono::hours(1));
+            bool open = false, subscribed = false;
+            std::uint64_t in_flight = 0, next_id = 1;
+            std::set<std::uint64_t> live, cancelled;
+            std::vector<std::string> messages; // published, not yet delivered
+            auto armed = d::latch_core::time_point::max();
+            bool violated = false;
+            auto note = [&](bool ok, const char* what) {
+                if (!ok && !violated) {
+                    violated = true;
+                    BOOST_ERROR(what);
+                }
+            };
+            d::latch_actions out;
+            auto perform = [&] {
+                for (const auto& a : out) {
+                    switch (a.what) {
+                    case kind::subscribe:
+                        subscribed = true;
+                        break;
+                    case kind::unsubscribe:
+                        subscribed = false;
+                        break;
+                    case kind::read:
+                        note(in_flight == 0, "two reads at once");
+                        in_flight = a.id;
+                        break;
+                    case kind::arm_timer:
+                        note(a.at - now <= std::chrono::steady_clock::duration(80ms),
+                             "a fallback read later than retry_max");
+                        armed = a.at;
+                        break;
+                    case kind::cancel_timer:
+                        armed = d::latch_core::time_point::max();
+                        break;
+                    case kind::complete:
+                        note(live.erase(a.id) == 1, "completed twice, or unknown");
+                        if (cancelled.count(a.id))
+                            note(a.ec == aborted, "a cancelled await completed otherwise");
+                        else
+                            note(!a.ec && open, "success before the open, or an error");
+                        break;
+                    }
+                }
+                out.clear();
+                note(subscribed == !live.empty(), "subscribed while nobody waits, or not");
+                note(core.waiters() == live.size(), "waiter count");
+            };
+            auto reply = [&] {
+                // Socket order: messages published before the read ran come first.
+                for (auto& m : messages) {
+                    core.on_message(m, now, out);
+                    perform();
+                }
+                messages.clear();
+                const auto seq = std::exchange(in_flight, 0);
+                core.on_read(seq, {}, {open, open ? 0u : 1u, 7, 0}, now, out);
+                perform();
+            };
+            for (int step = 0; step < 60 && !violated; ++step) {
+                switch (rng() % 8) {
+                case 0:
+                case 1:
+                    live.insert(next_id);
+                    core.add(next_id++, d::latch_core::time_point::max(), now, out);
+                    break;
+                case 2:
+                    if (!live.empty()) {
+                        auto it = live.begin();
+                        std::advance(it, static_cast<long>(rng() % live.size()));
+                        cancelled.insert(*it);
+                        core.cancel(*it, now, out);
+                    }
+                    break;
+                case 3:
+                    if (!open && rng() % 3 == 0) {
+                        open = true;
+                        if (subscribed)
+                            messages.push_back("open 7");
+                    }
+                    break;
+                case 4:
+                    if (!messages.empty()) {
+                        core.on_message(messages.front(), now, out);
+                        messages.erase(messages.begin());
+                    }
+                    break;
+                case 5:
+                    if (in_flight != 0) {
+                        perform();
+                        reply();
+                    }
+                    break;
+                case 6:
+                    if (armed != d::latch_core::time_point::max()) {
+                        now = std::max(now, armed);
+                        armed = d::latch_core::time_point::max();
+                        core.on_timer(now, out);
+                    }
+                    break;
+                case 7:
+                    messages.clear(); // lost with the connection
+                    if (in_flight != 0 && rng() % 2 == 0) {
+                        const auto seq = std::exchange(in_flight, 0);
+                        core.on_read(seq, error::connection_lost, {}, now, out);
+                        perform();
+                    }
+                    core.on_reconnect(now, out);
+                    break;
+                }
+                perform();
+            }
+            // The latch opens (if it had not); no other event than the machinery's own.
+            if (!open) {
+                open = true;
+                if (subscribed)
+                    messages.push_back("open 7");
+            }
+            for (int step = 0; step < 1000 && !live.empty() && !violated; ++step) {
+                if (in_flight != 0) {
+                    reply();
+                } else if (!messages.empty()) {
+                    core.on_message(messages.front(), now, out);
+                    messages.erase(messages.begin());
+                } else {
+                    note(armed != d::latch_core::time_point::max(), "waiters and no timer");
+                    now = std::max(now, armed);
+                    armed = d::latch_core::time_point::max();
+                    core.on_timer(now, out);
+                }
+                perform();
+            }
+            BOOST_TEST(live.empty());
+            BOOST_TEST(!violated);
+        }
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
