@@ -164,13 +164,15 @@ public:
         return async_wait_until(clock::time_point::max(), std::forward<CompletionToken>(token));
     }
 
-    /// As async_wait, but gives up after `wait` (negative: at once, after one read).
+    /// As async_wait, but gives up after `wait`. The first read always answers: with `wait` zero
+    /// or negative it is a try (success if open, else `acquire_timeout`).
     ///
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: as async_wait.
     /// Executor: as async_wait.
     /// Cancellation: as async_wait.
-    /// Errors: as async_wait, plus `acquire_timeout` when `wait` passed first.
+    /// Errors: as async_wait, plus `acquire_timeout` when `wait` passed first (never before the
+    /// first read has answered or failed).
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_for(duration wait, CompletionToken&& token = {}) {

@@ -130,6 +130,15 @@ void latch_core::on_read(std::uint64_t seq, error_code ec, const latch_snapshot&
         // latch expired and was made again, and that round never opened as far as anyone knows.
         complete(it++, s.previous == w.generation ? error_code() : error::stale_generation, out);
     }
+    // Deadlines that passed while this read was on the wire: its answer (or failure) came first,
+    // so a wait_for(0) is one read, a "try".
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+        const auto& w = it->second;
+        if (w.deadline <= now && (w.generation != 0 || w.read_no <= seq))
+            complete(it++, error::acquire_timeout, out);
+        else
+            ++it;
+    }
     if (!waiters_.empty()) {
         if (read_again_ && !retry)
             send_read(out);
@@ -168,7 +177,7 @@ void latch_core::on_message(std::string_view payload, time_point now, latch_acti
 void latch_core::on_timer(time_point now, latch_actions& out) {
     armed_ = time_point::max(); // it fired
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-        if (it->second.deadline <= now)
+        if (it->second.deadline <= now && timeable(it->second))
             complete(it++, error::acquire_timeout, out);
         else
             ++it;
@@ -219,7 +228,8 @@ void latch_core::settle(latch_actions& out) {
     }
     auto at = in_flight_ != 0 ? time_point::max() : next_read_;
     for (const auto& [id, w] : waiters_)
-        at = std::min(at, w.deadline);
+        if (timeable(w))
+            at = std::min(at, w.deadline);
     if (at == armed_)
         return;
     armed_ = at;

@@ -50,8 +50,9 @@ public:
     latch_core(duration retry_base, duration retry_max, std::uint32_t seed)
         : backoff_(retry_base, retry_max, 0.5), rng_(seed) {}
 
-    // A new awaiter; `deadline` max() for none. It is answered by the first read sent after it
-    // (subscribed before that read goes out, so no open after the read can be missed).
+    // A new awaiter; `deadline` max() for none (one already past still gets its read: a try).
+    // It is answered by the first read sent after it (subscribed before that read goes out, so
+    // no open after the read can be missed).
     void add(std::uint64_t id, time_point deadline, time_point now, latch_actions& out);
     // The reply of read `seq` (ec: its error; else `s`).
     void on_read(std::uint64_t seq, error_code ec, const latch_snapshot& s, time_point now,
@@ -79,6 +80,9 @@ private:
         time_point deadline;
     };
 
+    // A deadline ends an await once its first read has answered, or while no read is on the
+    // wire (its read failed): the reply of the read on the wire decides the others.
+    bool timeable(const waiter& w) const noexcept { return w.generation != 0 || in_flight_ == 0; }
     void send_read(latch_actions& out);
     void complete(std::map<std::uint64_t, waiter>::iterator it, error_code ec, latch_actions& out);
     void settle(latch_actions& out); // unsubscribe, or (re)arm the timer

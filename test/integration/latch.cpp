@@ -103,6 +103,8 @@ BOOST_FIXTURE_TEST_CASE(opens_iff_distinct_ids_reach_the_target, corolock::test:
         // Not open with two distinct ids: a wait times out, the others still wait.
         auto [wec] = co_await l.async_wait_for(300ms, tuple_deferred);
         BOOST_TEST(wec == error::acquire_timeout);
+        auto [tec] = co_await l.async_wait_for(0s, tuple_deferred); // a try: one read
+        BOOST_TEST(tec == error::acquire_timeout);
         BOOST_TEST(done == 0);
         BOOST_TEST(srv.command({"SCARD", "{latch:batch}:d"}) == ":2\r\n");
 
@@ -123,6 +125,8 @@ BOOST_FIXTURE_TEST_CASE(opens_iff_distinct_ids_reach_the_target, corolock::test:
             BOOST_TEST(!w, w.message());
         }
         BOOST_TEST((clock_type::now() - t0 < 1s));
+        auto [tw] = co_await l.async_wait_for(-1s, tuple_deferred);
+        BOOST_TEST(!tw, tw.message());
         // A second latch object (another connection) sees it open too.
         corolock::latch p(peer, "latch:batch");
         auto [pw] = co_await p.async_wait_for(1s, tuple_deferred);

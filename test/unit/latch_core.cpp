@@ -335,15 +335,39 @@ BOOST_FIXTURE_TEST_CASE(deadlines, fixture) {
     a = take();
     BOOST_TEST(completed(a, error::acquire_timeout) == "1");
     BOOST_TEST(core.waiters() == 1u);
-    // A deadline already past when it begins: it times out at the next timer.
+    // A deadline already past when it begins (wait_for(0), a try): it still gets its read.
+    const auto on_wire = read_seq(a);
+    BOOST_REQUIRE(on_wire != 0u); // the fallback read for 2
     core.add(3, now - 1s, now, out);
     a = take();
-    const auto armed =
-        std::find_if(a.begin(), a.end(), [](auto& x) { return x.what == kind::arm_timer; });
-    BOOST_REQUIRE(armed != a.end());
-    BOOST_TEST((armed->at <= now));
+    BOOST_TEST(count(a, kind::arm_timer) == 0u); // the read on the wire decides first
     core.on_timer(now, out);
+    BOOST_TEST((completions(take(), error::acquire_timeout) == 0u));
+    core.on_read(on_wire, {}, closed(7), now, out); // ran before 3 began: another read for it
+    a = take();
+    BOOST_TEST((completions(a, error::acquire_timeout) == 0u));
+    const auto for3 = read_seq(a);
+    BOOST_REQUIRE(for3 != 0u);
+    core.on_read(for3, {}, closed(7), now, out);
     BOOST_TEST(completed(take(), error::acquire_timeout) == "3");
+    // The same try on an open latch succeeds.
+    now += 2s;
+    core.on_timer(now, out);
+    const auto next = read_seq(take());
+    BOOST_REQUIRE(next != 0u);
+    core.add(4, now, now, out);
+    take();
+    core.on_read(next, {}, opened(7), now, out);
+    a = take();
+    BOOST_TEST(completed(a) == "2");
+    core.on_read(read_seq(a), {}, opened(7), now, out);
+    BOOST_TEST(completed(take()) == "4");
+    // A deadline whose read failed (connection lost) ends it.
+    core.add(5, now + 100ms, now, out);
+    const auto lost = read_seq(take());
+    now += 200ms;
+    core.on_read(lost, error::connection_lost, {}, now, out);
+    BOOST_TEST(completed(take(), error::acquire_timeout) == "5");
 }
 
 BOOST_FIXTURE_TEST_CASE(cancel_all_ends_everyone, fixture) {
