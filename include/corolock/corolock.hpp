@@ -7,6 +7,7 @@
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>
+#include <corolock/latch.hpp>
 #include <corolock/logger.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/multi_lock.hpp>
