@@ -467,8 +467,10 @@ public:
                    std::string channel)
         : cluster_(std::move(c)), target_(std::move(target)), channel_(std::move(channel)) {}
 
-    void on_message(std::string_view, std::string_view) override {
-        post([](push_listener& l, cluster_impl&, const std::string&) { l.on_message({}, {}); });
+    // The payload travels on (it says how many waiters may retry: "permits 3").
+    void on_message(std::string_view channel, std::string_view payload) override {
+        post([ch = std::string(channel), p = std::string(payload)](
+                 push_listener& l, cluster_impl&, const std::string&) { l.on_message(ch, p); });
     }
     void on_reconnect() override {
         post([](push_listener& l, cluster_impl&, const std::string&) { l.on_reconnect(); });

@@ -480,21 +480,30 @@ BOOST_AUTO_TEST_CASE(over_a_cluster) {
             auto u = co_await usage_of(b);
             BOOST_TEST(u.limit == 2);
             BOOST_TEST(u.used == 2);
-            bool granted = false;
-            asio::co_spawn(
-                ioc,
-                [&]() -> awaitable<void> {
-                    auto [ec, l] = co_await b.async_acquire_for(10s, 1, tuple_deferred);
-                    BOOST_TEST(!ec, ec.message());
-                    granted = l.valid();
-                    co_await l.async_release();
-                },
-                asio::detached);
+            // Two waiters of one permit each: the release of 2 ("permits 2", relayed with its
+            // payload from the node) lets both in, neither after its 5 s timer.
+            int granted = 0;
+            for (int i = 0; i < 2; ++i)
+                asio::co_spawn(
+                    ioc,
+                    [&]() -> awaitable<void> {
+                        auto [ec, l] = co_await b.async_acquire_for(10s, 1, tuple_deferred);
+                        BOOST_TEST(!ec, ec.message());
+                        granted += l.valid() ? 1 : 0;
+                        co_await sleep_for(100ms);
+                        co_await l.async_release();
+                    },
+                    asio::detached);
             co_await sleep_for(200ms);
             const auto released = clock_type::now();
             co_await held.async_release();
-            BOOST_TEST(co_await eventually([&] { return granted; }, 10s));
+            BOOST_TEST(co_await eventually([&] { return granted == 2; }, 10s));
             BOOST_TEST((clock_type::now() - released < 2s)); // SSUBSCRIBE's message, not 5 s
+            BOOST_TEST(co_await eventually(
+                [&] {
+                    return owner.command({"EXISTS", "sem:cluster"}) == ":0\r\n";
+                },
+                2s));
             a_cl.cancel();
             b_cl.cancel();
         }(),
