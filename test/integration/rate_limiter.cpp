@@ -3,6 +3,7 @@
 // over server time under many clients on several io_contexts and threads, the key's TTL,
 // refunds of cancelled sleeps, foreign keys, arguments refused before anything is sent, and a
 // 3-master cluster.
+#include "common/child_process.hpp"
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/server_fixture.hpp"
@@ -27,11 +28,17 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -155,13 +162,94 @@ void check_refusals(const std::vector<event>& ev, const rate_limit& l) {
     BOOST_TEST_MESSAGE(refused << " refusals checked");
 }
 
-// `contexts` io_contexts, each on its own thread with `conns` connections and `workers`
-// coroutines per connection, call the limiter `name` for `length`: try (mode 0) or acquire
-// with max_wait (mode 1), costs 1..max_cost. A refused caller sleeps its retry_after (at most
-// 20 ms). Returns every decision.
+// What one io_context of the hammer does: `conns` connections with `workers` coroutines each call
+// the limiter `name` until `until`: try (reserve false) or acquire with a max_wait of 50 ms
+// (true), costs 1..max_cost. A refused caller sleeps its retry_after (at most 20 ms). Returns
+// every decision; counts errors in `failures`.
+std::vector<event> hammer_context(const corolock::connection_config& cfg, const std::string& name,
+                                  const rate_limit& l, bool reserve, std::uint64_t max_cost,
+                                  clock_type::time_point until, unsigned seed, int& failures,
+                                  int conns = 2, int workers = 3) {
+    asio::io_context ioc;
+    std::vector<std::unique_ptr<corolock::connection>> cs;
+    std::vector<std::unique_ptr<limiter>> lims;
+    for (int k = 0; k < conns; ++k) {
+        cs.push_back(std::make_unique<corolock::connection>(ioc.get_executor(), cfg, quiet()));
+        cs.back()->async_run(asio::detached);
+        lims.push_back(std::make_unique<limiter>(*cs.back(), name, l));
+    }
+    std::vector<event> mine;
+    int running = conns * workers;
+    for (int k = 0; k < conns * workers; ++k)
+        asio::co_spawn(
+            ioc,
+            [&, k]() -> awaitable<void> {
+                std::mt19937_64 rng(seed * 100 + static_cast<unsigned>(k));
+                auto& lim = *lims[static_cast<std::size_t>(k % conns)];
+                while (clock_type::now() < until) {
+                    const std::uint64_t cost = 1 + rng() % max_cost;
+                    auto [ec, dec] = reserve
+                                         ? co_await lim.async_acquire(cost, 50ms, tuple_deferred)
+                                         : co_await lim.async_try_acquire(cost, tuple_deferred);
+                    if (ec) {
+                        ++failures;
+                        co_await sleep_for(10ms);
+                        continue;
+                    }
+                    mine.push_back({dec.server_time_us, dec.server_time_us + us(dec.wait), cost,
+                                    dec.admitted});
+                    if (!dec.admitted)
+                        co_await sleep_for(std::min<clock_type::duration>(dec.retry_after, 20ms));
+                }
+                if (--running == 0)
+                    for (auto& cn : cs)
+                        cn->cancel();
+            },
+            asio::detached);
+    asio::steady_timer guard(ioc, until - clock_type::now() + 30s);
+    guard.async_wait([&](error_code ec) {
+        if (!ec) {
+            ++failures;
+            ioc.stop();
+        }
+    });
+    // The guard is the only work left once the workers are done: run until they are.
+    while (running > 0 && !ioc.stopped())
+        ioc.run_one();
+    guard.cancel();
+    ioc.run();
+    return mine;
+}
+
+// The environment variable that makes `hammer_child` a hammer process:
+// "port name rate period_us burst reserve max_cost length_ms seed".
+constexpr const char* child_env = "COROLOCK_RATE_HAMMER_CHILD";
+
+// `children` processes (this test binary again, running `hammer_child`) and `contexts` threads
+// of this one, each an io_context as hammer_context, call one limiter for `length`. Returns
+// every decision of all of them.
 std::vector<event> hammer(redis_process& srv, const std::string& name, const rate_limit& l,
                           bool reserve, std::uint64_t max_cost, clock_type::duration length,
-                          int contexts = 3, int conns = 2, int workers = 3) {
+                          int children = 2, int contexts = 2) {
+    namespace fs = std::filesystem;
+    std::vector<corolock::test::child_process> kids;
+    std::vector<fs::path> outputs;
+    for (int k = 0; k < children; ++k) {
+        corolock::test::child_options o;
+        o.env.push_back(
+            std::string(child_env) + "=" + std::to_string(srv.port()) + " " + name + " " +
+            std::to_string(l.rate) + " " + std::to_string(us(l.period)) + " " +
+            std::to_string(l.burst) + " " + (reserve ? "1" : "0") + " " + std::to_string(max_cost) +
+            " " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(length).count()) +
+            " " + std::to_string(1000 + k));
+        outputs.push_back(
+            fs::temp_directory_path() /
+            ("corolock-rate-" + std::to_string(::getpid()) + "-" + std::to_string(k) + ".out"));
+        o.output_file = outputs.back().string();
+        kids.emplace_back(
+            std::vector<std::string>{"/proc/self/exe", "--run_test=rate_limiter/hammer_child"}, o);
+    }
     std::mutex m;
     std::vector<event> all;
     std::atomic<int> failures{0};
@@ -169,62 +257,35 @@ std::vector<event> hammer(redis_process& srv, const std::string& name, const rat
     const auto until = clock_type::now() + length;
     for (int c = 0; c < contexts; ++c)
         threads.emplace_back([&, c] {
-            asio::io_context ioc;
-            std::vector<std::unique_ptr<corolock::connection>> cs;
-            std::vector<std::unique_ptr<limiter>> lims;
-            for (int k = 0; k < conns; ++k) {
-                cs.push_back(std::make_unique<corolock::connection>(ioc.get_executor(),
-                                                                    config_for(srv), quiet()));
-                cs.back()->async_run(asio::detached);
-                lims.push_back(std::make_unique<limiter>(*cs.back(), name, l));
-            }
-            std::vector<event> mine;
-            int running = conns * workers;
-            for (int k = 0; k < conns * workers; ++k)
-                asio::co_spawn(
-                    ioc,
-                    [&, k]() -> awaitable<void> {
-                        std::mt19937_64 rng(static_cast<unsigned>(c * 100 + k));
-                        auto& lim = *lims[static_cast<std::size_t>(k % conns)];
-                        while (clock_type::now() < until) {
-                            const std::uint64_t cost = 1 + rng() % max_cost;
-                            auto [ec, dec] =
-                                reserve ? co_await lim.async_acquire(cost, 50ms, tuple_deferred)
-                                        : co_await lim.async_try_acquire(cost, tuple_deferred);
-                            if (ec) {
-                                ++failures;
-                                co_await sleep_for(10ms);
-                                continue;
-                            }
-                            mine.push_back({dec.server_time_us, dec.server_time_us + us(dec.wait),
-                                            cost, dec.admitted});
-                            if (!dec.admitted)
-                                co_await sleep_for(
-                                    std::min<clock_type::duration>(dec.retry_after, 20ms));
-                        }
-                        if (--running == 0)
-                            for (auto& cn : cs)
-                                cn->cancel();
-                    },
-                    asio::detached);
-            asio::steady_timer guard(ioc, length + 30s);
-            guard.async_wait([&](error_code ec) {
-                if (!ec) {
-                    ++failures;
-                    ioc.stop();
-                }
-            });
-            // The guard is the only work left once the workers are done: run until they are.
-            while (running > 0 && !ioc.stopped())
-                ioc.run_one();
-            guard.cancel();
-            ioc.run();
+            int failed = 0;
+            auto mine = hammer_context(config_for(srv), name, l, reserve, max_cost, until,
+                                       static_cast<unsigned>(c), failed);
+            failures += failed;
             std::lock_guard lk(m);
             all.insert(all.end(), mine.begin(), mine.end());
         });
     for (auto& t : threads)
         t.join();
     BOOST_TEST(failures == 0);
+    std::size_t from_children = 0;
+    for (std::size_t k = 0; k < kids.size(); ++k) {
+        BOOST_TEST(kids[k].wait(length + 30s) == 0, "hammer child " << k);
+        std::ifstream in(outputs[k]);
+        for (std::string line; std::getline(in, line);) {
+            std::istringstream words(line);
+            std::string tag;
+            event e;
+            if (words >> tag >> e.server_us >> e.slot_us >> e.cost >> e.admitted && tag == "EV") {
+                all.push_back(e);
+                ++from_children;
+            }
+        }
+        in.close();
+        fs::remove(outputs[k]);
+    }
+    BOOST_TEST(from_children > 0u);
+    BOOST_TEST_MESSAGE(all.size() << " calls, " << from_children << " of them from " << kids.size()
+                                  << " child processes");
     return all;
 }
 
@@ -236,6 +297,38 @@ struct fixture : corolock::test::server_fixture {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(rate_limiter)
+
+// A process of the hammer (started by `hammer` with child_env set; does nothing otherwise):
+// prints "EV server_us slot_us cost admitted" for each call, and exits non-zero on errors.
+BOOST_AUTO_TEST_CASE(hammer_child) {
+    const char* spec = std::getenv(child_env);
+    BOOST_TEST(true);
+    if (!spec)
+        return;
+    std::istringstream in(spec);
+    std::string port, name;
+    std::int64_t period_us = 0, length_ms = 0;
+    rate_limit l;
+    bool reserve = false;
+    std::uint64_t max_cost = 1;
+    unsigned seed = 0;
+    BOOST_TEST_REQUIRE(!!(in >> port >> name >> l.rate >> period_us >> l.burst >> reserve >>
+                          max_cost >> length_ms >> seed));
+    l.period = std::chrono::microseconds(period_us);
+    corolock::connection_config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.port = port;
+    int failures = 0;
+    const auto ev =
+        hammer_context(cfg, name, l, reserve, max_cost,
+                       clock_type::now() + std::chrono::milliseconds(length_ms), seed, failures);
+    std::ostringstream out;
+    for (const auto& e : ev)
+        out << "EV " << e.server_us << ' ' << e.slot_us << ' ' << e.cost << ' ' << e.admitted
+            << '\n';
+    std::cout << out.str() << std::flush;
+    BOOST_TEST(failures == 0);
+}
 
 // Sequential calls, each checked against the model fed with the server's own time.
 BOOST_FIXTURE_TEST_CASE(try_admits_the_burst_then_the_rate, fixture) {
@@ -400,8 +493,8 @@ BOOST_FIXTURE_TEST_CASE(cancelled_sleep_refunds_its_slot_only, fixture) {
 }
 
 BOOST_FIXTURE_TEST_CASE(many_clients_keep_the_bound_over_server_time, fixture) {
-    // 3 io_contexts on 3 threads, 2 connections and 3 coroutines each, as separate processes
-    // would be: T = 5 ms, burst 4, costs 1..3.
+    // 2 child processes and 2 threads of this one, each an io_context with 2 connections and 3
+    // coroutines: T = 5 ms, burst 4, costs 1..3.
     const rate_limit l{200, 1s, 4};
     auto ev = hammer(srv, "rl:hammer", l, false, 3, 2s);
     BOOST_TEST(ev.size() > 100u);
