@@ -187,6 +187,7 @@ int run_soak(const options& o);
 int run_multi(const options& o);
 int run_redlock(const options& o);
 int run_cluster(const options& o);
+int run_rate(const options& o);
 
 } // namespace corolock::bench
 

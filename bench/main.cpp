@@ -10,10 +10,11 @@
 //   corolock-bench multi [--seconds S] [--host H --port P] [--json]
 //   corolock-bench redlock [--seconds S] [--json]
 //   corolock-bench cluster [--seconds S] [--json]
+//   corolock-bench rate [--seconds S] [--host H --port P] [--json]
 //
 // One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp,
-// redlock.cpp, cluster.cpp); what they share is in common.hpp. See bench/README.md for what each
-// figure means.
+// redlock.cpp, cluster.cpp, rate_limiter.cpp); what they share is in common.hpp. See
+// bench/README.md for what each figure means.
 #include "common.hpp"
 
 #include <exception>
@@ -31,6 +32,7 @@ constexpr subcommand subcommands[] = {
     {"pipeline", corolock::bench::run_pipeline}, {"lock", corolock::bench::run_lock},
     {"soak", corolock::bench::run_soak},         {"multi", corolock::bench::run_multi},
     {"redlock", corolock::bench::run_redlock},   {"cluster", corolock::bench::run_cluster},
+    {"rate", corolock::bench::run_rate},
 };
 
 } // namespace
