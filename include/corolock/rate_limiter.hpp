@@ -54,9 +54,10 @@ struct rate_decision {
 
 /// A rate limit shared by every process that uses the same name on the same Redis: GCRA (the
 /// generic cell rate algorithm) on the server's clock. One string key, the name, holds the
-/// theoretical arrival time; its TTL never exceeds burst x period / rate + the call's max_wait,
-/// so an idle limiter leaves nothing in Redis. Over any window of server time of length L, the
-/// units admitted are at most burst + L x rate / period (see doc/rate_limiter.md).
+/// theoretical arrival time; its TTL never exceeds burst x period / rate + the call's max_wait
+/// (rounded up to the millisecond), so an idle limiter leaves nothing in Redis. Over any window of
+/// server time of length L, the units admitted are at most burst + L x rate / period (see
+/// doc/rate_limiter.md).
 ///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection (or cluster) must outlive the limiter. Destroying the limiter cancels

@@ -476,6 +476,26 @@ BOOST_FIXTURE_TEST_CASE(cancelled_sleep_refunds_its_slot_only, fixture) {
         co_await sleep_for(50ms); // the refund's round trip
         BOOST_TEST(get("rl:cancel") == theirs);
 
+        // Cancelled before its reply: the script still runs, and what it took is given back when
+        // the reply comes (the key, fresh, is then deleted).
+        {
+            limiter fresh(conn, "rl:cancel2", {1, 10s, 1}); // a 10 s TTL if not refunded
+            asio::cancellation_signal sig3;
+            done = false;
+            fresh.async_try_acquire(
+                1, asio::bind_cancellation_slot(sig3.slot(), [&](error_code ec, rate_decision) {
+                    got = ec;
+                    done = true;
+                }));
+            sig3.emit(asio::cancellation_type::terminal);
+            BOOST_TEST(co_await corolock::test::eventually([&] { return done; }, 1s));
+            if (got == asio::error::operation_aborted) // the usual order: cancel, then reply
+                BOOST_TEST(
+                    co_await corolock::test::eventually([&] { return !exists("rl:cancel2"); }, 2s));
+            else
+                BOOST_TEST(!got, got.message());
+        }
+
         // cancel() on the limiter ends a sleeping acquire the same way.
         done = false;
         limiter third(conn, "rl:cancel3", {2, 1s, 1});
