@@ -85,7 +85,8 @@ public:
     ///
     /// Completion signature: `void(error_code, rate_decision)`; `admitted` false with no error
     /// means refused (not an error), `retry_after` then says when to try again.
-    /// Object lifetimes: the limiter may be destroyed meanwhile; the connection must outlive it.
+    /// Object lifetimes: the limiter may be destroyed meanwhile (the call is then cancelled); the
+    /// connection must outlive it.
     /// Executor: the token's associated executor, else the connection's; never inline.
     /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; if the
     /// script had already taken the units, they are refunded when its reply arrives (best
