@@ -188,6 +188,7 @@ int run_multi(const options& o);
 int run_semaphore(const options& o);
 int run_redlock(const options& o);
 int run_cluster(const options& o);
+int run_rate(const options& o);
 
 } // namespace corolock::bench
 

@@ -11,10 +11,11 @@
 //   corolock-bench redlock [--seconds S] [--json]
 //   corolock-bench cluster [--seconds S] [--json]
 //   corolock-bench semaphore [--seconds S] [--host H --port P] [--json]
+//   corolock-bench rate [--seconds S] [--host H --port P] [--json]
 //
 // One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp,
-// redlock.cpp, cluster.cpp); what they share is in common.hpp. See bench/README.md for what each
-// figure means.
+// redlock.cpp, cluster.cpp, rate_limiter.cpp); what they share is in common.hpp. See
+// bench/README.md for what each figure means.
 #include "common.hpp"
 
 #include <exception>
@@ -33,6 +34,7 @@ constexpr subcommand subcommands[] = {
     {"soak", corolock::bench::run_soak},         {"multi", corolock::bench::run_multi},
     {"redlock", corolock::bench::run_redlock},   {"cluster", corolock::bench::run_cluster},
     {"semaphore", corolock::bench::run_semaphore},
+    {"rate", corolock::bench::run_rate},
 };
 
 } // namespace

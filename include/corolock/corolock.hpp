@@ -12,6 +12,7 @@
 #include <corolock/metrics.hpp>
 #include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
+#include <corolock/rate_limiter.hpp>
 #include <corolock/semaphore.hpp>
 #include <corolock/redlock.hpp>
 #include <corolock/request.hpp>

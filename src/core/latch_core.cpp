@@ -151,8 +151,8 @@ void latch_core::on_read(std::uint64_t seq, error_code ec, const latch_snapshot&
 void latch_core::on_message(std::string_view payload, time_point now, latch_actions& out) {
     const auto gen = parse_open_message(payload);
     if (!gen) {
-        // Not an open message we can read: the cluster's relay passes no payload, and another
-        // primitive's message on the name's channel says little. Something happened: read again.
+        // Not an open message we can read (an empty one, or another primitive's on the name's
+        // channel): something happened, read again.
         if (!payload.starts_with("open "))
             on_reconnect(now, out);
         return;
