@@ -83,7 +83,8 @@ const char* describe(error e) noexcept {
     case error::operation_in_progress:
         return "another operation of this kind is in progress on this object";
     case error::stale_token:
-        return "fenced write refused: a newer fencing token exists";
+        return "fenced write refused: a newer fencing token exists, or the lease is gone "
+               "(a permit or a read lease past its deadline)";
     case error::max_hold_reached:
         return "the maximum hold time was reached";
     case error::cross_slot:

@@ -155,7 +155,7 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     // lease's member, then the caller's.
     const bool tokens = st->spec->tokens();
     const auto& wrapped = tokens ? s.wrapped() : s.guarded();
-    std::vector<std::string_view> k{st->spec->name};
+    std::vector<std::string_view> k{tokens ? st->spec->name : st->spec->key};
     if (tokens)
         k.push_back(st->spec->fence_key);
     k.insert(k.end(), keys.begin(), keys.end());

@@ -14,6 +14,7 @@
 #include <corolock/mutex.hpp>
 #include <corolock/rate_limiter.hpp>
 #include <corolock/semaphore.hpp>
+#include <corolock/shared_mutex.hpp>
 #include <corolock/redlock.hpp>
 #include <corolock/request.hpp>
 #include <corolock/resp3/parser.hpp>

@@ -28,6 +28,10 @@ acquire_action acquire_fsm::attempt(clock::time_point now, acquire_action a) {
 }
 
 acquire_action acquire_fsm::finish(error_code ec, bool granted, acquire_action a) {
+    // Ending without a grant while nothing is on the wire: a record left by an earlier refusal
+    // goes now (an attempt on the wire is decided by its reply).
+    if (!granted && p_.leaves_record && seen_held_ && state_ != state::attempting)
+        a.give_back = true;
     state_ = state_ == state::attempting ? state::abandoned : state::done;
     a.complete = true;
     a.ec = ec;
@@ -76,7 +80,8 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
         // Nobody waits for this attempt any more: undo it if it took (or may have taken) the lock.
         state_ = state::done;
         acquire_action a;
-        a.give_back = r.what == kind::granted || r.what == kind::unknown;
+        a.give_back = r.what == kind::granted || r.what == kind::unknown ||
+                      (p_.leaves_record && (seen_held_ || r.what == kind::held));
         return a;
     }
     if (state_ != state::attempting)

@@ -28,6 +28,10 @@ struct acquire_params {
     clock::duration retry_base{};
     clock::duration retry_max{};
     int replicas = 0; // a grant must reach this many replicas (WAIT); 0: not checked
+    // A refused attempt may leave a record behind it on the server (a writer's intent): an
+    // acquisition that ends without a grant after a refusal gives it back (its release removes
+    // it), instead of leaving it to expire.
+    bool leaves_record = false;
 };
 
 // The outcome of one acquire script, as the driver read it.

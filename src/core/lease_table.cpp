@@ -90,7 +90,10 @@ error_code lease_table::on_renewed(lease_watch& w, clock::time_point sent, clock
 
 void lease_table::on_renew_failed(lease_watch& w, clock::time_point now) noexcept {
     w.renew_in_flight = false;
-    w.next_renewal = now + std::min<clock::duration>(w.lease / 10, std::chrono::seconds(1));
+    // Past the slack window: a retry inside it would be due at once, and a renewal refused at
+    // once (an ACL, an out-of-memory server) would spin until the deadline.
+    w.next_renewal =
+        now + renewal_slack(w) + std::min<clock::duration>(w.lease / 10, std::chrono::seconds(1));
 }
 
 void lease_table::renew_all_now(clock::time_point now) noexcept {

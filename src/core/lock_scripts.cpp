@@ -100,7 +100,10 @@ const script& renew_script() {
     // One call renews leases of every record kind (doc/design.md, "Record kinds"): 'h', the
     // mutex's hash, owned by its 'owner' field; 'z', a member of a sorted set whose score is the
     // member's deadline in server ms. An expired member is never brought back (its permits may
-    // be someone else's by now), whether or not a purge removed it yet.
+    // be someone else's by now), whether or not a purge removed it yet. The key's expiry is set
+    // in the same ms as the member's deadline (PEXPIREAT), never before it. A 'z' renewal the
+    // server refuses (out of memory: ZADD may grow the set) reports that lease not renewed
+    // instead of failing the batch: a 'h' renewal (PEXPIRE) works even then.
     static const script s(R"lua(
 local out = {}
 local now
@@ -119,10 +122,15 @@ for i, key in ipairs(KEYS) do
       now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     end
     local score = tonumber(redis.call('ZSCORE', key, member))
+    local deadline = now + tonumber(lease)
     if score and score >= now then
-      redis.call('ZADD', key, 'XX', now + tonumber(lease), member)
-      if redis.call('PTTL', key) < tonumber(lease) then redis.call('PEXPIRE', key, lease) end
-      out[i] = 1
+      local ok = redis.pcall('ZADD', key, 'XX', deadline, member)
+      if type(ok) ~= 'table' or not ok.err then
+        if redis.call('PEXPIRETIME', key) < deadline then
+          redis.call('PEXPIREAT', key, deadline)
+        end
+        out[i] = 1
+      end
     end
   end
 end
@@ -132,17 +140,19 @@ return out
 }
 
 const script& semaphore_acquire_script() {
-    // The zset holds one member per acquisition, "<k>:<owner>" -> deadline (server ms), and the
-    // limit as the member '=limit' with the score -limit (below every deadline: no range of live
-    // or expired members includes it). The key lives until its last deadline.
+    // The zset holds one member per lease, "<k>:<owner>" -> deadline (server ms); the limit as
+    // the member '=limit' scored -limit (below every deadline: no range of live or expired
+    // members includes it); and at most one reservation, "?<k>:<owner>" -> its deadline: the
+    // first waiter refused records it, and later acquisitions are granted only if they fit
+    // beside it, so a large request is not starved by small ones. The key lives until its
+    // latest deadline (PEXPIREAT in the same ms).
     static const script s(R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit, k, lease = tonumber(ARGV[4]), tonumber(ARGV[3]), tonumber(ARGV[2])
+local lease, k, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local kind = redis.call('TYPE', KEYS[1])['ok']
-local stored = nil
 if kind ~= 'none' then
-  stored = kind == 'zset' and redis.call('ZSCORE', KEYS[1], '=limit')
+  local stored = kind == 'zset' and redis.call('ZSCORE', KEYS[1], '=limit')
   if not stored then
     return redis.error_reply('WRONGTYPE the key at the name is not a corolock semaphore')
   end
@@ -152,20 +162,43 @@ if kind ~= 'none' then
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, '(' .. now)
-local mine = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
-if mine then
+local function live_until(deadline)
+  if redis.call('PEXPIRETIME', KEYS[1]) < deadline then
+    redis.call('PEXPIREAT', KEYS[1], deadline)
+  end
+end
+local want = '?' .. ARGV[1]
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   -- An earlier attempt of this same acquisition ran but its reply was lost: still ours.
   redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[1])
-  if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  redis.call('ZREM', KEYS[1], want)
+  live_until(now + lease)
   return {1, 0}
 end
-local used = 0
-local live = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')
-for _, m in ipairs(live) do used = used + tonumber(string.match(m, '^(%d+):')) end
-if used + k <= limit then
+local used, reserved, reserver = 0, 0, nil
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')) do
+  local n = tonumber(string.match(m, '^(%d+):'))
+  if n then
+    used = used + n
+  else
+    n = tonumber(string.match(m, '^%?(%d+):'))
+    if not n then
+      return redis.error_reply('WRONGTYPE a member of the semaphore is not corolock\'s')
+    end
+    reserver = m
+    if m ~= want then reserved = reserved + n end
+  end
+end
+if used + k + reserved <= limit then
   redis.call('ZADD', KEYS[1], now + lease, ARGV[1], -limit, '=limit')
-  if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+  redis.call('ZREM', KEYS[1], want)
+  live_until(now + lease)
   return {1, 0}
+end
+if ARGV[6] == 'wait' and (not reserver or reserver == want) then
+  local intent = tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[1], now + intent, want, -limit, '=limit')
+  live_until(now + intent)
 end
 local first = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 return {0, tonumber(first[2]) - now}
@@ -174,6 +207,7 @@ return {0, tonumber(first[2]) - now}
 }
 
 const script& semaphore_release_script() {
+    // Also removes the member's reservation: the release of a waiter that gave up.
     static const script s(R"lua(
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then return 0 end
@@ -182,15 +216,20 @@ if kind ~= 'zset' or not redis.call('ZSCORE', KEYS[1], '=limit') then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local reserved = redis.call('ZREM', KEYS[1], '?' .. ARGV[1])
 local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
-if not score then return 0 end
-redis.call('ZREM', KEYS[1], ARGV[1])
+local freed = 0
+if score then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  -- Expired: its permits were free already (and may be taken); the release is refused.
+  if score >= now then freed = 1 end
+end
 if redis.call('ZCARD', KEYS[1]) == 1 then redis.call('DEL', KEYS[1]) end
--- Expired: its permits were free already (and may be taken); a release is then refused.
-if score < now then return 0 end
-redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2],
-            'permits ' .. string.match(ARGV[1], '^(%d+):'))
-return 1
+if freed == 1 or reserved == 1 then
+  redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2],
+              'permits ' .. string.match(ARGV[1], '^(%d+):'))
+end
+return freed
 )lua");
     return s;
 }
@@ -207,7 +246,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local used = 0
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')) do
-  used = used + tonumber(string.match(m, '^(%d+):'))
+  local n = tonumber(string.match(m, '^(%d+):'))
+  if n then
+    used = used + n
+  elseif not string.match(m, '^%?%d+:') then
+    return redis.error_reply('WRONGTYPE a member of the semaphore is not corolock\'s')
+  end
 end
 return {-tonumber(stored), used}
 )lua");
@@ -227,7 +271,163 @@ return 1
     return s;
 }
 
+namespace {
+
+// The shared_mutex's scripts name their keys KEYS[W] (the writer's hash), KEYS[R] (readers) and
+// KEYS[I] (intents) so that their common start reads the same; this puts the indices in.
+std::string keys_at(std::string s, int w, int r, int i) {
+    auto put = [&](std::string_view from, int n) {
+        const std::string to = "KEYS[" + std::to_string(n) + "]";
+        for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+            s.replace(at, from.size(), to);
+    };
+    put("KEYS[W]", w);
+    put("KEYS[R]", r);
+    put("KEYS[I]", i);
+    return s;
+}
+
+} // namespace
+
+const script& read_acquire_script() {
+    // KEYS: N, {N}:r, {N}:w, fence; ARGV: member, lease ms. Writer preference: a live intent
+    // keeps new readers out. A reader's grant carries the last write token (0: none yet).
+    static const script s(keys_at(std::string(R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wkind = redis.call('TYPE', KEYS[W])['ok']
+if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[W], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+for _, k in ipairs({KEYS[R], KEYS[I]}) do
+  local kind = redis.call('TYPE', k)['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[R], 0, '(' .. now)
+redis.call('ZREMRANGEBYSCORE', KEYS[I], 0, '(' .. now)
+local lease = tonumber(ARGV[2])
+local token = tonumber(redis.call('GET', KEYS[4])) or 0
+local function grant()
+  redis.call('ZADD', KEYS[R], now + lease, ARGV[1])
+  if redis.call('PEXPIRETIME', KEYS[R]) < now + lease then
+    redis.call('PEXPIREAT', KEYS[R], now + lease)
+  end
+  return {1, token}
+end
+-- An earlier attempt of this same acquisition ran but its reply was lost: still ours.
+if redis.call('ZSCORE', KEYS[R], ARGV[1]) then return grant() end
+if wkind == 'hash' then return {0, redis.call('PTTL', KEYS[W])} end
+local intent = redis.call('ZRANGEBYSCORE', KEYS[I], now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if intent[1] then return {0, tonumber(intent[2]) - now} end
+return grant()
+)lua"),
+                                  1, 2, 3));
+    return s;
+}
+
+const script& write_acquire_script() {
+    // KEYS: N, fence, {N}:r, {N}:w; ARGV: member, lease ms, lease + fence retention ms, intent
+    // ms, mode ('wait' records the writer's intent when refused; 'try' leaves nothing).
+    static const script s(keys_at(std::string(R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wkind = redis.call('TYPE', KEYS[W])['ok']
+if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[W], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+for _, k in ipairs({KEYS[R], KEYS[I]}) do
+  local kind = redis.call('TYPE', k)['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[R], 0, '(' .. now)
+redis.call('ZREMRANGEBYSCORE', KEYS[I], 0, '(' .. now)
+local function refused(wait)
+  if ARGV[5] == 'wait' then
+    local intent = tonumber(ARGV[4])
+    redis.call('ZADD', KEYS[I], now + intent, ARGV[1])
+    if redis.call('PEXPIRETIME', KEYS[I]) < now + intent then
+      redis.call('PEXPIREAT', KEYS[I], now + intent)
+    end
+  end
+  return {0, wait}
+end
+if wkind == 'hash' then
+  if redis.call('HGET', KEYS[W], 'owner') == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[W], ARGV[2])
+    return {1, tonumber(redis.call('HGET', KEYS[W], 'token'))}
+  end
+  return refused(redis.call('PTTL', KEYS[W]))
+end
+local reader = redis.call('ZRANGEBYSCORE', KEYS[R], now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+if reader[1] then return refused(tonumber(reader[2]) - now) end
+local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]))
+if last and last >= token then token = last + 1 end
+local text = string.format('%.0f', token)
+redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
+redis.call('HSET', KEYS[W], 'owner', ARGV[1], 'token', text)
+redis.call('PEXPIRE', KEYS[W], ARGV[2])
+redis.call('ZREM', KEYS[I], ARGV[1])
+return {1, token}
+)lua"),
+                                  1, 3, 4));
+    return s;
+}
+
+const script& read_release_script() {
+    // KEYS: {N}:r; ARGV: member, channel, publish. Every live reader's release publishes (a
+    // waiting writer's head retries; the core counts its own releases' messages).
+    static const script s(R"lua(
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return 0 end
+if kind ~= 'zset' then
+  return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if not score then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+if score < now then return 0 end
+redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2], 'released')
+return 1
+)lua");
+    return s;
+}
+
+const script& write_release_script() {
+    // KEYS: N, {N}:w; ARGV: member, channel, publish. Removes the writer's intent too (the
+    // release of a writer that gave up waiting), and lets every waiter retry ('all').
+    static const script s(R"lua(
+local ikind = redis.call('TYPE', KEYS[2])['ok']
+if ikind ~= 'none' and ikind ~= 'zset' then
+  return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+end
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind ~= 'none' and (kind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+local removed = ikind == 'zset' and redis.call('ZREM', KEYS[2], ARGV[1]) or 0
+local freed = 0
+if kind == 'hash' and redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  freed = 1
+end
+if freed == 1 or removed == 1 then
+  redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2], 'all')
+end
+return freed
+)lua");
+    return s;
+}
+
 std::size_t release_credits(std::string_view payload) noexcept {
+    if (payload == "all")
+        return static_cast<std::size_t>(-1);
     constexpr std::string_view permits = "permits ";
     if (payload.starts_with(permits)) {
         std::size_t k = 0;
@@ -295,7 +495,7 @@ error_code decode_acquire(const generic_response& resp, acquire_reply& out, bool
         return error::unexpected_reply;
     if (flag == 1) {
         out.acquired = true;
-        if (!parse_int(resp[2], out.token) || (tokens ? out.token == 0 : out.token != 0))
+        if (!parse_int(resp[2], out.token) || (tokens && out.token == 0))
             return error::unexpected_reply;
         return {};
     }

@@ -42,9 +42,11 @@ enum class record_kind : char {
 // KEYS: names; ARGV: kind ('h' or 'z', record_kind), member (the owner id for 'h') and lease ms
 // of each, in order.
 const script& renew_script();
-// KEYS: name; ARGV: member ("<k>:<owner>"), lease ms, k, limit.
+// KEYS: name; ARGV: member ("<k>:<owner>"), lease ms, k, limit, reservation ms, 'wait' |
+// 'try' (a refused 'wait' records the reservation "?<member>" if nobody else holds one).
 const script& semaphore_acquire_script();
-// KEYS: name; ARGV: member, channel, publish (as release_script). Publishes "permits <k>".
+// KEYS: name; ARGV: member, channel, publish (as release_script). Removes the member and its
+// reservation; publishes "permits <k>" if either was there (and the member live).
 const script& semaphore_release_script();
 
 // KEYS: name. Replies {limit, permits held by live leases} ({0, 0}: no key).
@@ -52,8 +54,19 @@ const script& semaphore_usage_script();
 // KEYS: name; ARGV: limit. Replies 1 (changed) or 0 (no key: the next acquire sets it).
 const script& semaphore_set_limit_script();
 
-// How many local waiters a release message lets retry: "permits <k>" k, anything else
-// ("released", or a reconnect after which messages may have been missed) one.
+// A shared_mutex's, over N (the writer's hash, the mutex's), {N}:r (readers: member -> deadline)
+// and {N}:w (waiting writers' intents: member -> deadline). See doc/shared_mutex.md.
+// KEYS: N, {N}:r, {N}:w, fence; ARGV: member, lease ms.
+const script& read_acquire_script();
+// KEYS: N, fence, {N}:r, {N}:w; ARGV: member, lease ms, fence ms, intent ms, 'wait' | 'try'.
+const script& write_acquire_script();
+// KEYS: {N}:r; ARGV: member, channel, publish. Publishes "released".
+const script& read_release_script();
+// KEYS: N, {N}:w; ARGV: member, channel, publish. Publishes "all".
+const script& write_release_script();
+
+// How many local waiters a release message lets retry: "permits <k>" k, "all" every one, anything
+// else ("released", or a reconnect after which messages may have been missed) one.
 std::size_t release_credits(std::string_view payload) noexcept;
 // KEYS: name; ARGV: channel, publish (as release_script), forced channel (empty: none). The
 // deleted lock's owner id is published on the forced channel, so that the holder's connection
@@ -72,7 +85,8 @@ struct acquire_reply {
 
 // Server errors: WRONGTYPE -> error::wrong_type, LIMIT_MISMATCH -> error::limit_mismatch,
 // anything else -> error::server_error; a reply of the wrong shape -> error::unexpected_reply.
-// `tokens`: a grant carries a fencing token (> 0); else its second element is 0.
+// `tokens`: a grant carries a fencing token (> 0); else its second element is whatever the
+// kind returns (0 for a permit, the last write token for a reader).
 error_code decode_acquire(const generic_response& resp, acquire_reply& out, bool tokens = true);
 // released = the key was ours and is deleted; false = it was not ours (gone or taken).
 error_code decode_release(const generic_response& resp, bool& released);

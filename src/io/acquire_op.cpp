@@ -12,15 +12,25 @@
 
 namespace corolock::detail {
 
-acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h)
+namespace {
+
+member_id make_member(const lock_spec& spec, std::size_t units, const owner_id& owner) {
+    std::array<char, 24> buf;
+    return member_id(spec.member_prefix(units, buf), owner);
+}
+
+} // namespace
+
+acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h,
+                       std::size_t units)
     : acquisition(p, core->spec->name), core_(std::move(core)), svc_(*core_->svc), once_(p.once),
       handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(tracked_work(handler_executor(handler_, spec().io.executor()))),
       timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()),
-      member_(spec().member_prefix, owner_) {
+      units_(units ? units : spec().units), member_(make_member(spec(), units_, owner_)) {
     capacity = spec().capacity;
-    req_ = spec().acquire_request(member_.view());
+    req_ = spec().acquire_request(member_.view(), once_, units_);
     // In the same write as the script: WAIT counts the replicas that have the grant.
     add_wait(req_, spec().wait_replicas, spec().wait_ms, count_connected(spec()));
     resp_.reserve(4); // the reply's shape: an array of two integers (then WAIT's integer)
@@ -105,7 +115,8 @@ void acquire_op::complete(error_code ec, bool granted) {
     }
     lease out;
     if (granted) {
-        auto st = std::make_shared<lease_state>(core_->svc, core_->spec, owner_, fsm.token());
+        auto st = std::make_shared<lease_state>(core_->svc, core_->spec, owner_, member_, units_,
+                                                fsm.token());
         svc_.watch(st, fsm.sent());
         out = lease_access::make(std::move(st));
     }
@@ -120,7 +131,7 @@ clock::time_point deadline_in(clock::duration wait) noexcept {
 }
 
 void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
-                   acquire_op::handler_type h) {
+                   acquire_op::handler_type h, std::size_t units) {
     namespace asio = boost::asio;
     const auto& spec = *core->spec;
     auto ec = spec.invalid;
@@ -142,8 +153,9 @@ void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point de
     p.retry_base = spec.opts.retry_base;
     p.retry_max = spec.opts.retry_max;
     p.replicas = spec.opts.replica_sync.replicas;
+    p.leaves_record = spec.leaves_record() && !once; // a try records no intent
     auto slot = asio::get_associated_cancellation_slot(h);
-    auto op = std::make_shared<acquire_op>(core, p, std::move(h));
+    auto op = std::make_shared<acquire_op>(core, p, std::move(h), units);
     auto& strand = spec.io.strand();
     if (slot.is_connected())
         slot.assign([weak = std::weak_ptr<acquire_op>(op), strand](asio::cancellation_type) {

@@ -15,7 +15,9 @@ class acquire_op : public acquisition, public std::enable_shared_from_this<acqui
 public:
     using handler_type = boost::asio::any_completion_handler<void(error_code, lease)>;
 
-    acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h);
+    // `units`: a semaphore's permits (0: the spec's).
+    acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h,
+               std::size_t units = 0);
     ~acquire_op();
     acquire_op(const acquire_op&) = delete;
     acquire_op& operator=(const acquire_op&) = delete;
@@ -55,16 +57,17 @@ private:
     clock::time_point armed_ = clock::time_point::max();
     const clock::time_point started_; // when the caller asked: the wait the metrics count
     owner_id owner_;
+    std::size_t units_;
     member_id member_;
     request req_;
     generic_response resp_;
 };
 
-// Starts an acquisition through a handle (a mutex's, or a semaphore's for some number of
-// permits): an invalid argument or a deadline of time_point::min() (a negative wait) fails
-// before anything is sent, and never inline.
+// Starts an acquisition through a handle (a mutex's, or a semaphore's for `units` permits): an
+// invalid argument or a deadline of time_point::min() (a negative wait) fails before anything is
+// sent, and never inline.
 void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
-                   acquire_op::handler_type h);
+                   acquire_op::handler_type h, std::size_t units = 0);
 
 // The time `wait` from now; a huge wait is time_point::max().
 clock::time_point deadline_in(clock::duration wait) noexcept;

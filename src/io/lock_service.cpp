@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <stdexcept>
 
@@ -55,60 +56,117 @@ std::string describe(const lock_spec& spec) {
     return out;
 }
 
-lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, std::size_t k,
-                     std::size_t limit)
+lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, std::size_t limit)
     : lock_spec(std::move(t), std::move(n), o) {
+    what = kind::semaphore;
     record = record_kind::member;
     fence_key.clear(); // a semaphore has no tokens
-    permits = k;
     capacity = limit;
     // At most 10 digits and ':' (member_id::max_prefix).
-    if (!invalid && (k < 1 || limit < 1 || k > limit || limit > 1'000'000'000))
+    if (!invalid && (limit < 1 || limit > 1'000'000'000))
         invalid = error::invalid_argument;
-    if (invalid)
-        return;
-    permits_arg = std::to_string(k);
-    limit_arg = std::to_string(limit);
-    member_prefix = permits_arg + ":";
+    if (!invalid)
+        limit_arg = std::to_string(limit);
+}
+
+std::string_view lock_spec::member_prefix(std::size_t n, std::array<char, 24>& buf) const noexcept {
+    if (what != kind::semaphore)
+        return {};
+    auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size() - 1, n);
+    *end++ = ':';
+    return {buf.data(), static_cast<std::size_t>(end - buf.data())};
 }
 
 const script& lock_spec::acquire_script() const noexcept {
-    return record == record_kind::hash ? detail::acquire_script() : semaphore_acquire_script();
+    switch (what) {
+    case kind::semaphore:
+        return semaphore_acquire_script();
+    case kind::shared:
+        return read_acquire_script();
+    case kind::exclusive:
+        return write_acquire_script();
+    default:
+        return detail::acquire_script();
+    }
 }
 
 const script& lock_spec::release_script() const noexcept {
-    return record == record_kind::hash ? detail::release_script() : semaphore_release_script();
+    switch (what) {
+    case kind::semaphore:
+        return semaphore_release_script();
+    case kind::shared:
+        return read_release_script();
+    case kind::exclusive:
+        return write_release_script();
+    default:
+        return detail::release_script();
+    }
 }
 
-request lock_spec::acquire_request(std::string_view member) const {
-    if (record == record_kind::hash) {
+request lock_spec::acquire_request(std::string_view member, bool once, std::size_t n) const {
+    switch (what) {
+    case kind::semaphore: {
+        const std::string k = std::to_string(n);
+        const std::string_view keys[] = {name};
+        const std::string_view args[] = {member,    lease_ms,  k,
+                                         limit_arg, intent_ms, once ? "try" : "wait"};
+        return make_evalsha(acquire_script(), keys, args);
+    }
+    case kind::shared: {
+        const std::string_view keys[] = {name, readers, intents, fence_key};
+        const std::string_view args[] = {member, lease_ms};
+        return make_evalsha(acquire_script(), keys, args);
+    }
+    case kind::exclusive: {
+        const std::string_view keys[] = {name, fence_key, readers, intents};
+        const std::string_view args[] = {member, lease_ms, fence_ms, intent_ms,
+                                         once ? "try" : "wait"};
+        return make_evalsha(acquire_script(), keys, args);
+    }
+    default: {
         const std::string_view keys[] = {name, fence_key};
         const std::string_view args[] = {member, lease_ms, fence_ms};
         return make_evalsha(acquire_script(), keys, args);
     }
-    const std::string_view keys[] = {name};
-    const std::string_view args[] = {member, lease_ms, permits_arg, limit_arg};
-    return make_evalsha(acquire_script(), keys, args);
+    }
 }
 
 request lock_spec::release_request(std::string_view member, std::string_view publish,
                                    bool eval) const {
-    const std::string_view keys[] = {name};
     const std::string_view args[] = {member, channel, publish};
+    const std::string_view one[] = {key};
+    const std::string_view two[] = {key, intents};
+    const std::span<const std::string_view> keys =
+        what == kind::exclusive ? std::span<const std::string_view>(two) : one;
     return eval ? make_eval(release_script(), keys, args)
                 : make_evalsha(release_script(), keys, args);
 }
 
-lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o)
-    : io(std::move(t)), name(std::move(n)), opts(o), invalid(check(name, opts)) {
+lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, kind k)
+    : io(std::move(t)), what(k), name(std::move(n)), opts(o), invalid(check(name, opts)) {
     if (lockable_name(name)) {
         fence_key = derived_key(name, "fence");
         channel = derived_key(name, "released");
+        key = name;
+        if (what == kind::shared || what == kind::exclusive) {
+            readers = derived_key(name, "r");
+            intents = derived_key(name, "w");
+            // Readers share the name, and a writer's release lets every waiter retry.
+            capacity = static_cast<std::size_t>(-1);
+            units = static_cast<std::size_t>(-1);
+        }
+        if (what == kind::shared) {
+            key = readers;
+            record = record_kind::member;
+            units = 1; // a reader's release matters to the writer at the head
+        }
     }
     if (invalid)
         return;
     lease_ms = std::to_string(to_ms(opts.lease));
     fence_ms = std::to_string(to_ms(opts.lease + opts.fence_retention));
+    // A waiting writer's head attempts at least every retry_max; its intent outlives two of them.
+    intent_ms = std::to_string(to_ms(2 * opts.retry_max + std::chrono::seconds(1)));
     if (opts.replica_sync.replicas > 0) {
         wait_replicas = std::to_string(opts.replica_sync.replicas);
         wait_ms = std::to_string(to_ms(opts.replica_sync.timeout));
@@ -118,8 +176,8 @@ lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o)
 }
 
 lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,
-                         const owner_id& o, std::uint64_t t)
-    : svc(std::move(s)), spec(std::move(sp)), owner(o), member(spec->member_prefix, o), token(t) {
+                         const owner_id& o, const member_id& m, std::size_t n, std::uint64_t t)
+    : svc(std::move(s)), spec(std::move(sp)), owner(o), member(m), units(n), token(t) {
     lease = spec->opts.lease;
     drift = spec->drift;
     watchdog = spec->opts.watchdog;
@@ -463,7 +521,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     // release's own message, which arrives before either reply, is then not a wake-up.
     if (hand_over)
         run([&](lock_core& c, clock::time_point now, lock_actions& out) {
-            if (c.hand_off(s->spec->name, s->spec->permits, now, out))
+            if (c.hand_off(s->spec->name, s->units, now, out))
                 stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
         });
 }
@@ -473,7 +531,7 @@ void lock_service::extend(std::shared_ptr<lease_state> s, completion done) {
         deliver(std::move(done), io_.executor(), error_code(s->lost_reason));
         return;
     }
-    const std::string_view keys[] = {s->spec->name};
+    const std::string_view keys[] = {s->spec->key};
     const std::string_view args[] = {kind_arg(s->spec->record), s->member.view(),
                                      s->spec->lease_ms};
     auto call = std::make_shared<script_call>(detail::make_evalsha(renew_script(), keys, args));
@@ -588,7 +646,7 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     std::vector<replica_ask> asks;
     asks.reserve(batch.size());
     for (auto& s : batch) {
-        keys.push_back(s->spec->name);
+        keys.push_back(s->spec->key);
         args.push_back(kind_arg(s->spec->record)); // one batch renews every kind of record
         args.push_back(s->member.view());
         args.push_back(s->spec->lease_ms);

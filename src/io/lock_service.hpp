@@ -20,6 +20,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -37,29 +38,49 @@ class lock_service;
 // derived from the name and the options, checked once. The driver builds every script call of
 // an acquisition or a lease from here, whatever the kind.
 struct lock_spec {
-    // A mutex: a hash at the name, with a fencing token.
-    lock_spec(lock_transport t, std::string n, mutex_options o);
-    // A semaphore's acquisitions of `permits` each, out of `limit`: members of a sorted set.
-    lock_spec(lock_transport t, std::string n, mutex_options o, std::size_t permits,
-              std::size_t limit);
+    // What a handle acquires.
+    enum class kind : std::uint8_t {
+        mutex,     // a hash at the name, with a fencing token
+        semaphore, // k permits of a limit: a member of the sorted set at the name
+        shared,    // a shared_mutex's reader: a member of the sorted set {N}:r
+        exclusive, // a shared_mutex's writer: the mutex's hash, behind the readers and an intent
+    };
+    // A mutex's, or a shared_mutex's side (shared or exclusive).
+    lock_spec(lock_transport t, std::string n, mutex_options o, kind k = kind::mutex);
+    // A semaphore's acquisitions (of any number of permits each, checked by the handle) out of
+    // `limit`.
+    lock_spec(lock_transport t, std::string n, mutex_options o, std::size_t limit);
     lock_transport io;
+    kind what = kind::mutex;
     std::string name, fence_key, channel;
+    std::string key;              // where the record lives: the name, or {N}:r for a reader
+    std::string readers, intents; // a shared_mutex's {N}:r and {N}:w
     mutex_options opts;
     record_kind record = record_kind::hash;
-    std::size_t permits = 1;            // units one lease holds and its release frees
+    std::size_t units = 1;              // what a lease's release frees (a semaphore's: its permits)
     std::size_t capacity = 1;           // units the name has (a semaphore's limit)
-    std::string member_prefix;          // before the owner id in the record's member ("<k>:")
     std::string lease_ms, fence_ms;     // script arguments
-    std::string permits_arg, limit_arg; // a semaphore's
+    std::string limit_arg;              // a semaphore's
+    std::string intent_ms;              // a writer's: how long its intent outlives an attempt
     std::string wait_replicas, wait_ms; // WAIT's arguments (empty: no replica_sync)
     clock::duration drift;
     error_code invalid; // the argument check, done once
 
-    bool tokens() const noexcept { return record == record_kind::hash; }
+    // Grants carry a fencing token (else a reader's is the last write's, a permit's 0).
+    bool tokens() const noexcept { return what == kind::mutex || what == kind::exclusive; }
+    // A waiting acquisition leaves a record behind it (a writer's intent, a semaphore waiter's
+    // reservation): ending without a grant, it sends its release to remove it.
+    bool leaves_record() const noexcept {
+        return what == kind::exclusive || what == kind::semaphore;
+    }
     const script& acquire_script() const noexcept;
     const script& release_script() const noexcept;
-    // The acquire script call of `member` (EVALSHA), without WAIT.
-    request acquire_request(std::string_view member) const;
+    // The prefix of the record's member before the owner id: a semaphore's "<k>:" for k
+    // permits, else none. At most member_id::max_prefix characters.
+    std::string_view member_prefix(std::size_t units, std::array<char, 24>& buf) const noexcept;
+    // The acquire script call of `member` (EVALSHA), without WAIT; `once`: a try (a try records
+    // no intent); `units`: a semaphore's permits.
+    request acquire_request(std::string_view member, bool once, std::size_t units) const;
     // The owner-checked release of `member`; `eval`: EVAL (never answered NOSCRIPT, so it cannot
     // be re-queued behind what follows it), else EVALSHA.
     request release_request(std::string_view member, std::string_view publish, bool eval) const;
@@ -84,12 +105,13 @@ struct mutex_core {
 // One acquisition that holds the lock. It is its own watch entry in the lease table.
 struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,
-                const owner_id& o, std::uint64_t t);
+                const owner_id& o, const member_id& m, std::size_t units, std::uint64_t t);
 
     std::shared_ptr<lock_service> svc;
     std::shared_ptr<const lock_spec> spec;
     const owner_id owner;
-    const member_id member;    // the record's name in Redis (spec->member_prefix + owner)
+    const member_id member;    // the record's name in Redis (a prefix, then the owner id)
+    const std::size_t units;   // what its release frees (a semaphore's: its permits)
     const std::uint64_t token; // 0 for a kind without tokens (a semaphore)
 
     // Any thread.

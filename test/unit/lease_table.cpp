@@ -92,12 +92,37 @@ BOOST_AUTO_TEST_CASE(failed_renewals_retry_until_the_deadline) {
     lease_table::plan p;
     t.make_plan(t0 + 1s, p);
     t.on_renew_failed(w, t0 + 1s + 10ms);
-    BOOST_TEST((w.next_renewal == t0 + 1s + 10ms + 300ms)); // lease/10
+    BOOST_TEST((w.next_renewal == t0 + 1s + 10ms + 100ms + 300ms)); // slack + lease/10
     BOOST_TEST(!w.renew_in_flight);
     t.make_plan(w.valid_until, p);
     BOOST_TEST(p.losing.size() == 1u);
     BOOST_TEST(p.losing[0].second == error::lease_lost);
     BOOST_TEST(t.empty());
+}
+
+// A renewal refused at once (an ACL, an out-of-memory server) is retried after a pause, not in a
+// loop: with a short lease, a retry inside the slack window would be due again at once (the
+// review's 4,581 renewals in 400 ms).
+BOOST_AUTO_TEST_CASE(a_failed_renewal_of_a_short_lease_is_not_due_at_once) {
+    lease_table t;
+    auto w = watch(300ms);
+    t.add(w, t0);
+    lease_table::plan p;
+    t.make_plan(t0 + 100ms, p);
+    BOOST_TEST(p.due.size() == 1u);
+    t.on_renew_failed(w, t0 + 101ms);
+    t.make_plan(t0 + 101ms, p);
+    BOOST_TEST(p.due.empty());
+    int rounds = 0;
+    for (auto now = t0 + 101ms; now < w.valid_until; now += 1ms) {
+        t.make_plan(now, p);
+        for (auto* d : p.due) {
+            ++rounds;
+            t.on_renew_failed(*d, now);
+        }
+    }
+    BOOST_TEST(rounds <= 10); // one every lease/10 until the deadline, not one a millisecond
+    BOOST_TEST(rounds >= 1);
 }
 
 // After a reconnection (perhaps to a new master) every watchdog lease is renewed at once; one

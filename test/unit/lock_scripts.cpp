@@ -222,13 +222,14 @@ BOOST_AUTO_TEST_CASE(acquire_granted) {
 }
 
 BOOST_AUTO_TEST_CASE(acquire_without_tokens) {
-    // A semaphore's grant carries no token: its second element must be 0, and a token is
-    // refused there as a reply of another script would be.
+    // A semaphore's grant carries no token (0); a reader's, the last write token (any value).
     acquire_reply r;
     BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:0\r\n"), r, false));
     BOOST_TEST(r.acquired);
     BOOST_TEST(r.token == 0u);
-    BOOST_TEST(corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:42\r\n"), r, false) ==
+    BOOST_TEST(!corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:42\r\n"), r, false));
+    BOOST_TEST(r.token == 42u);
+    BOOST_TEST(corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:-1\r\n"), r, false) ==
                error::unexpected_reply);
     BOOST_TEST(corolock::detail::decode_acquire(wire("*2\r\n:1\r\n:0\r\n"), r) ==
                error::unexpected_reply);
@@ -245,6 +246,7 @@ BOOST_AUTO_TEST_CASE(release_messages_say_how_many_may_retry) {
     BOOST_TEST(release_credits("released") == 1u);
     BOOST_TEST(release_credits("") == 1u); // a reconnect
     BOOST_TEST(release_credits("permits 3") == 3u);
+    BOOST_TEST(release_credits("all") == static_cast<std::size_t>(-1)); // a writer's release
     BOOST_TEST(release_credits("permits 1000000000") == 1000000000u);
     for (std::string_view bad : {"permits ", "permits 0", "permits -1", "permits 3x", "permits x",
                                  "permits 99999999999999999999999", "PERMITS 3"})
@@ -503,7 +505,11 @@ BOOST_AUTO_TEST_CASE(script_digests) {
                                      &corolock::detail::semaphore_acquire_script(),
                                      &corolock::detail::semaphore_release_script(),
                                      &corolock::detail::semaphore_usage_script(),
-                                     &corolock::detail::semaphore_set_limit_script()};
+                                     &corolock::detail::semaphore_set_limit_script(),
+                                     &corolock::detail::read_acquire_script(),
+                                     &corolock::detail::write_acquire_script(),
+                                     &corolock::detail::read_release_script(),
+                                     &corolock::detail::write_release_script()};
     std::set<std::string> digests;
     for (const auto* s : all) {
         BOOST_TEST(s->sha1().size() == 40u);

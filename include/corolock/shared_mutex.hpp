@@ -1,0 +1,172 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_SHARED_MUTEX_HPP
+#define COROLOCK_SHARED_MUTEX_HPP
+
+#include <corolock/detail/export.hpp>
+#include <corolock/error.hpp>
+#include <corolock/lease.hpp>
+#include <corolock/mutex.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace corolock {
+
+namespace detail {
+struct shared_mutex_core;
+}
+
+class connection;
+class cluster;
+
+/// A read-write lock across processes: many readers or one writer on one name. Every
+/// acquisition, either side, is a `lease` with its own owner, the watchdog and the lost signal,
+/// as a mutex's. See doc/shared_mutex.md for the keys, scripts and guarantees.
+///
+/// - **Writer preference.** A writer refused because readers hold records its *intent*; while a
+///   live intent exists no new reader is granted, so a writer behind a stream of readers gets in
+///   once the readers present finish. A writer that gives up (cancelled, timed out) removes its
+///   intent; one that dies leaves it to expire within `2 × retry_max + 1 s` (5 s by default).
+/// - **Tokens.** A writer's lease has a fencing token by the mutex's rule; a reader's
+///   `lease::token()` is the last writer's token (0 if none yet), so a reader can stamp what it
+///   read. A reader's `async_fenced_eval` runs its body only while its record is live on the
+///   server's clock.
+///
+/// One name serves one kind of lock: a plain `mutex` on a shared_mutex's name does not see its
+/// readers.
+///
+/// Thread safety: every member function may be called from any thread, concurrently.
+/// Lifetime: the connection (or cluster) must outlive the shared_mutex. Destroying it cancels
+/// its pending acquires; leases already given out live on.
+class COROLOCK_DECL shared_mutex {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using clock = std::chrono::steady_clock;
+    using duration = clock::duration;
+
+    /// No I/O. Invalid arguments are reported by the first acquire.
+    shared_mutex(connection& conn, std::string name, mutex_options opts = {});
+    /// The same lock over a Redis Cluster: its keys share the name's slot.
+    shared_mutex(cluster& c, std::string name, mutex_options opts = {});
+    ~shared_mutex();
+    shared_mutex(const shared_mutex&) = delete;
+    shared_mutex& operator=(const shared_mutex&) = delete;
+
+    executor_type get_executor() const noexcept;
+    const std::string& name() const noexcept;
+    const mutex_options& options() const noexcept;
+
+    /// Waits until this acquisition is the only writer and no reader holds.
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: the shared_mutex may be destroyed meanwhile (the acquire is then
+    /// cancelled).
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; a
+    /// grant on the wire is given back when its reply arrives, and the writer's intent goes.
+    /// Errors: as `mutex::async_acquire`.
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire(CompletionToken&& token = {}) {
+        return initiate(true, clock::time_point::max(), false,
+                        std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, but gives up after `wait`.
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as `mutex::async_acquire_for`.
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
+        return initiate(true, deadline_for(wait), false, std::forward<CompletionToken>(token));
+    }
+
+    /// One attempt as the writer, no waiting, and no intent left behind.
+    ///
+    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means a
+    /// writer or readers hold.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as `mutex::async_try_acquire`.
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_try_acquire(CompletionToken&& token = {}) {
+        return initiate(true, clock::time_point::max(), true, std::forward<CompletionToken>(token));
+    }
+
+    /// Waits until this acquisition is a reader: no writer holds and none waits.
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as `mutex::async_acquire`.
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire_shared(CompletionToken&& token = {}) {
+        return initiate(false, clock::time_point::max(), false,
+                        std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire_shared, but gives up after `wait`.
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as `mutex::async_acquire_for`.
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire_shared_for(duration wait, CompletionToken&& token = {}) {
+        return initiate(false, deadline_for(wait), false, std::forward<CompletionToken>(token));
+    }
+
+    /// One attempt as a reader, no waiting.
+    ///
+    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means a
+    /// writer holds or waits.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as `mutex::async_try_acquire`.
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_try_acquire_shared(CompletionToken&& token = {}) {
+        return initiate(false, clock::time_point::max(), true,
+                        std::forward<CompletionToken>(token));
+    }
+
+    /// Cancels every pending acquire of this shared_mutex, either side (`operation_aborted`).
+    void cancel();
+
+private:
+    using acquire_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
+
+    template <class CompletionToken>
+    auto initiate(bool exclusive, clock::time_point deadline, bool once, CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, lease)>(
+            [](auto handler, shared_mutex* self, bool exclusive, clock::time_point deadline,
+               bool once) { self->acquire_impl(exclusive, deadline, once, std::move(handler)); },
+            token, this, exclusive, deadline, once);
+    }
+    static clock::time_point deadline_for(duration wait) noexcept;
+    void acquire_impl(bool exclusive, clock::time_point deadline, bool once, acquire_handler h);
+
+    std::shared_ptr<detail::shared_mutex_core> core_;
+};
+
+} // namespace corolock
+
+#endif
