@@ -13,6 +13,7 @@
 #include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
 #include <corolock/rate_limiter.hpp>
+#include <corolock/fair_mutex.hpp>
 #include <corolock/semaphore.hpp>
 #include <corolock/shared_mutex.hpp>
 #include <corolock/redlock.hpp>

@@ -37,6 +37,11 @@ struct acquisition {
     name_queue* queue = nullptr;       // joined: the name's queue on this connection
     std::uint64_t replies_at_send = 0; // the core's reply count when the attempt went out
     std::size_t capacity = 1;          // holders the name has at most (a semaphore: its limit)
+    // A fair lock's: every waiter has its place on the server and attempts on its own (no local
+    // queue order); a release message names the one that may retry (`member`).
+    bool fair = false;
+    std::string_view record_member; // its record's member in Redis (a fair lock: the owner id)
+    bool named = false; // fair: a release message named it, not yet answered by an attempt
 
     waiter_queue::id id() const noexcept {
         return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(this));
@@ -91,6 +96,10 @@ public:
     // A lease of `name` is being released. True: hand the lock over (the driver sends the
     // release as EVAL, then calls hand_off, so the head's attempt follows in the same write).
     bool release_hands_over(std::string_view name);
+    // A fair lock's release message: `member` is at the head of the server's queue (empty: the
+    // queue is empty). Returns true when it woke a local acquisition.
+    bool on_head_message(std::string_view name, std::string_view member, clock::time_point now,
+                         lock_actions& out);
     // The release frees `n` units (1, or k permits). Returns true when a head was handed them.
     bool hand_off(std::string_view name, std::size_t n, clock::time_point now, lock_actions& out);
     // A release of this connection was answered (`released`: it freed the key).
@@ -116,7 +125,9 @@ private:
     void leave(acquisition& a, clock::time_point now, lock_actions& out);
     void wake(acquisition& a, clock::time_point now, lock_actions& out);
     bool head(const acquisition& a) const;
-    static bool woken(const acquisition& a) noexcept { return a.queue && a.queue->q.woken(a.id()); }
+    static bool woken(const acquisition& a) noexcept {
+        return a.fair ? a.named : a.queue && a.queue->q.woken(a.id());
+    }
 
     std::map<std::string, name_queue, std::less<>> queues_;
     lease_table table_;

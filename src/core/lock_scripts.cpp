@@ -425,6 +425,124 @@ return freed
     return s;
 }
 
+const script& fair_acquire_script() {
+    // KEYS: N, fence, {N}:q (waiter -> ticket: its place in line), {N}:qd (waiter -> the
+    // deadline of its place, server ms); ARGV: member, lease ms, lease + fence retention ms,
+    // place ms, 'wait' | 'try'. The head of the line (after dead places are purged) gets the
+    // lock when it is free; anyone else waits, its place kept (or taken, at the back: NX keeps
+    // an earlier ticket) and its deadline refreshed by each attempt. A try never jumps a line.
+    static const script s(R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wkind = redis.call('TYPE', KEYS[1])['ok']
+if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+for _, k in ipairs({KEYS[3], KEYS[4]}) do
+  local kind = redis.call('TYPE', k)['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('WRONGTYPE a fair lock key holds another type')
+  end
+end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], 0, '(' .. now, 'LIMIT', 0, 100)) do
+  redis.call('ZREM', KEYS[3], m)
+  redis.call('ZREM', KEYS[4], m)
+end
+local function leave()
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('ZREM', KEYS[4], ARGV[1])
+end
+local function refused(wait)
+  if ARGV[5] == 'wait' then
+    local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+    local ticket = last[2] and tonumber(last[2]) + 1 or 1
+    redis.call('ZADD', KEYS[3], 'NX', ticket, ARGV[1])
+    local place = now + tonumber(ARGV[4])
+    redis.call('ZADD', KEYS[4], place, ARGV[1])
+    for _, k in ipairs({KEYS[3], KEYS[4]}) do
+      if redis.call('PEXPIRETIME', k) < place then redis.call('PEXPIREAT', k, place) end
+    end
+  end
+  return {0, wait}
+end
+if wkind == 'hash' then
+  if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+    -- An earlier attempt of this same acquisition ran but its reply was lost: still ours.
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    leave()
+    return {1, tonumber(redis.call('HGET', KEYS[1], 'token'))}
+  end
+  return refused(redis.call('PTTL', KEYS[1]))
+end
+local head, place
+for _ = 1, 100 do
+  head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  place = head and tonumber(redis.call('ZSCORE', KEYS[4], head))
+  if not head or place then break end
+  redis.call('ZREM', KEYS[3], head) -- a place without a deadline: not a live waiter's
+end
+if head and head ~= ARGV[1] then
+  -- Free, but another is first in line: wait for it (at most until its place lapses).
+  return refused(place - now)
+end
+local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]))
+if last and last >= token then token = last + 1 end
+local text = string.format('%.0f', token)
+redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', text)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+leave()
+return {1, token}
+)lua");
+    return s;
+}
+
+const script& fair_release_script() {
+    // KEYS: N, {N}:q, {N}:qd; ARGV: member, channel, publish. Frees the lock if it is the
+    // member's, and takes its place out of the line (a waiter that gave up); then names the
+    // head of the line ("head <member>", or "released" for an empty line), so that only its
+    // process retries.
+    static const script s(R"lua(
+local wkind = redis.call('TYPE', KEYS[1])['ok']
+if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+for _, k in ipairs({KEYS[2], KEYS[3]}) do
+  local kind = redis.call('TYPE', k)['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('WRONGTYPE a fair lock key holds another type')
+  end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local was_head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1]
+local left = redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+local freed = 0
+if wkind == 'hash' and redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  freed = 1
+end
+if freed == 1 or (left == 1 and was_head and redis.call('EXISTS', KEYS[1]) == 0) then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], 0, '(' .. now, 'LIMIT', 0, 100)) do
+    redis.call('ZREM', KEYS[2], m)
+    redis.call('ZREM', KEYS[3], m)
+  end
+  local head
+  for _ = 1, 100 do
+    head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+    if not head or redis.call('ZSCORE', KEYS[3], head) then break end
+    redis.call('ZREM', KEYS[2], head)
+  end
+  redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2],
+              head and ('head ' .. head) or 'released')
+end
+return freed
+)lua");
+    return s;
+}
+
 std::size_t release_credits(std::string_view payload) noexcept {
     if (payload == "all")
         return static_cast<std::size_t>(-1);

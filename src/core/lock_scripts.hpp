@@ -65,6 +65,20 @@ const script& read_release_script();
 // KEYS: N, {N}:w; ARGV: member, channel, publish. Publishes "all".
 const script& write_release_script();
 
+// A fair lock's, over N (the mutex's hash), {N}:q (waiter -> ticket) and {N}:qd (waiter -> the
+// deadline of its place). See doc/fair_mutex.md.
+// KEYS: N, fence, {N}:q, {N}:qd; ARGV: member, lease ms, fence ms, place ms, 'wait' | 'try'.
+const script& fair_acquire_script();
+// KEYS: N, {N}:q, {N}:qd; ARGV: member, channel, publish. Publishes "head <member>" or
+// "released".
+const script& fair_release_script();
+
+// The member a fair lock's release message names ("head <member>"); empty for any other.
+inline std::string_view named_head(std::string_view payload) noexcept {
+    constexpr std::string_view prefix = "head ";
+    return payload.starts_with(prefix) ? payload.substr(prefix.size()) : std::string_view();
+}
+
 // How many local waiters a release message lets retry: "permits <k>" k, "all" every one, anything
 // else ("released", or a reconnect after which messages may have been missed) one.
 std::size_t release_credits(std::string_view payload) noexcept;

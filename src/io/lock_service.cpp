@@ -85,6 +85,8 @@ const script& lock_spec::acquire_script() const noexcept {
         return read_acquire_script();
     case kind::exclusive:
         return write_acquire_script();
+    case kind::fair:
+        return fair_acquire_script();
     default:
         return detail::acquire_script();
     }
@@ -98,6 +100,8 @@ const script& lock_spec::release_script() const noexcept {
         return read_release_script();
     case kind::exclusive:
         return write_release_script();
+    case kind::fair:
+        return fair_release_script();
     default:
         return detail::release_script();
     }
@@ -117,7 +121,9 @@ request lock_spec::acquire_request(std::string_view member, bool once, std::size
         const std::string_view args[] = {member, lease_ms};
         return make_evalsha(acquire_script(), keys, args);
     }
-    case kind::exclusive: {
+    case kind::exclusive:
+    case kind::fair: {
+        // The writer's KEYS: N, fence, {N}:r, {N}:w; the fair lock's: N, fence, {N}:q, {N}:qd.
         const std::string_view keys[] = {name, fence_key, readers, intents};
         const std::string_view args[] = {member, lease_ms, fence_ms, intent_ms,
                                          once ? "try" : "wait"};
@@ -136,8 +142,11 @@ request lock_spec::release_request(std::string_view member, std::string_view pub
     const std::string_view args[] = {member, channel, publish};
     const std::string_view one[] = {key};
     const std::string_view two[] = {key, intents};
+    const std::string_view three[] = {key, readers, intents}; // the fair lock's line
     const std::span<const std::string_view> keys =
-        what == kind::exclusive ? std::span<const std::string_view>(two) : one;
+        what == kind::exclusive ? std::span<const std::string_view>(two)
+        : what == kind::fair    ? std::span<const std::string_view>(three)
+                                : one;
     return eval ? make_eval(release_script(), keys, args)
                 : make_evalsha(release_script(), keys, args);
 }
@@ -154,6 +163,10 @@ lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, kind k)
             // Readers share the name, and a writer's release lets every waiter retry.
             capacity = static_cast<std::size_t>(-1);
             units = static_cast<std::size_t>(-1);
+        }
+        if (what == kind::fair) {
+            readers = derived_key(name, "q");  // the line: waiter -> ticket
+            intents = derived_key(name, "qd"); // waiter -> the deadline of its place
         }
         if (what == kind::shared) {
             key = readers;
@@ -189,11 +202,15 @@ lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const 
 
 class lock_service::listener final : public push_listener {
 public:
-    listener(std::weak_ptr<lock_service> svc, std::string name)
-        : svc_(std::move(svc)), name_(std::move(name)) {}
+    listener(std::weak_ptr<lock_service> svc, std::string name, bool fair)
+        : svc_(std::move(svc)), name_(std::move(name)), fair_(fair) {}
     void on_message(std::string_view, std::string_view payload) override {
-        if (auto s = svc_.lock())
-            s->on_release_message(name_, release_credits(payload));
+        if (auto s = svc_.lock()) {
+            if (fair_)
+                s->on_head_message(name_, named_head(payload));
+            else
+                s->on_release_message(name_, release_credits(payload));
+        }
     }
     // Releases published while the connection was down are lost: try again.
     void on_reconnect() override { on_message({}, {}); }
@@ -209,6 +226,7 @@ public:
 private:
     std::weak_ptr<lock_service> svc_;
     std::string name_;
+    bool fair_;
 };
 
 // The force-unlock channel: each message is the owner id of a lock an administrator deleted.
@@ -306,7 +324,8 @@ void lock_service::perform(const lock_actions& actions) {
         const auto keep = op.shared_from_this(); // completing may drop the last other reference
         switch (x.what) {
         case lock_action::kind::subscribe: {
-            auto sub = std::make_shared<listener>(weak_from_this(), op.spec().name);
+            auto sub = std::make_shared<listener>(weak_from_this(), op.spec().name,
+                                                  op.spec().what == lock_spec::kind::fair);
             io_.add_listener(op.spec().channel, sub);
             subs_.insert_or_assign(op.spec().name, std::move(sub));
             break;
@@ -374,6 +393,13 @@ void lock_service::on_timer(acquire_op& op) {
 void lock_service::on_release_message(const std::string& name, std::size_t credits) {
     run([&](lock_core& c, clock::time_point now, lock_actions& out) {
         if (c.on_release_message(name, credits, now, out))
+            stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
+    });
+}
+
+void lock_service::on_head_message(const std::string& name, std::string_view member) {
+    run([&](lock_core& c, clock::time_point now, lock_actions& out) {
+        if (c.on_head_message(name, member, now, out))
             stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
     });
 }

@@ -44,6 +44,7 @@ struct lock_spec {
         semaphore, // k permits of a limit: a member of the sorted set at the name
         shared,    // a shared_mutex's reader: a member of the sorted set {N}:r
         exclusive, // a shared_mutex's writer: the mutex's hash, behind the readers and an intent
+        fair,      // a fair_mutex: the mutex's hash, granted in the order of a line of places
     };
     // A mutex's, or a shared_mutex's side (shared or exclusive).
     lock_spec(lock_transport t, std::string n, mutex_options o, kind k = kind::mutex);
@@ -54,7 +55,7 @@ struct lock_spec {
     kind what = kind::mutex;
     std::string name, fence_key, channel;
     std::string key;              // where the record lives: the name, or {N}:r for a reader
-    std::string readers, intents; // a shared_mutex's {N}:r and {N}:w
+    std::string readers, intents; // a shared_mutex's {N}:r and {N}:w; a fair_mutex's {N}:q, {N}:qd
     mutex_options opts;
     record_kind record = record_kind::hash;
     std::size_t units = 1;              // what a lease's release frees (a semaphore's: its permits)
@@ -67,11 +68,13 @@ struct lock_spec {
     error_code invalid; // the argument check, done once
 
     // Grants carry a fencing token (else a reader's is the last write's, a permit's 0).
-    bool tokens() const noexcept { return what == kind::mutex || what == kind::exclusive; }
+    bool tokens() const noexcept {
+        return what == kind::mutex || what == kind::exclusive || what == kind::fair;
+    }
     // A waiting acquisition leaves a record behind it (a writer's intent, a semaphore waiter's
     // reservation): ending without a grant, it sends its release to remove it.
     bool leaves_record() const noexcept {
-        return what == kind::exclusive || what == kind::semaphore;
+        return what == kind::exclusive || what == kind::semaphore || what == kind::fair;
     }
     const script& acquire_script() const noexcept;
     const script& release_script() const noexcept;
@@ -201,6 +204,7 @@ private:
     void run(F event);
     void perform(const lock_actions& actions);
     void on_release_message(const std::string& name, std::size_t credits);
+    void on_head_message(const std::string& name, std::string_view member);
     // The first acquisition: listen for force-unlocks, look at the server's eviction policy.
     void on_first_use();
     void on_forced(std::string_view owner);
