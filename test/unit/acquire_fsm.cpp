@@ -404,4 +404,64 @@ BOOST_FIXTURE_TEST_CASE(grant_without_enough_replicas_is_given_back, fixture) {
     BOOST_TEST(completes(h.on_reply(t0 + 1ms, r, true, false, rng), {}, true));
 }
 
+// A kind whose refused attempts leave a record on the server (a writer's intent, a semaphore
+// waiter's reservation, a fair lock waiter's place): every way of ending without a grant after a
+// refusal gives the record back; ending without ever being refused sends nothing.
+BOOST_FIXTURE_TEST_CASE(a_record_left_by_a_refusal_is_given_back_on_every_exit, fixture) {
+    auto with_record = [](clock_type::time_point deadline = never) {
+        auto p = params(deadline);
+        p.leaves_record = true;
+        return acquire_fsm(p);
+    };
+    {
+        auto f = with_record();
+        f.start(t0, false);
+        f.on_reply(t0 + 1ms, held(), true, false, rng);
+        f.on_reply(t0 + 2ms, held(), true, false, rng); // waiting
+        const auto a = f.on_cancel();
+        BOOST_TEST(a.complete);
+        BOOST_TEST(a.give_back); // cancelled while waiting
+    }
+    {
+        auto f = with_record(t0 + 1s);
+        f.start(t0, false);
+        f.on_reply(t0 + 1ms, held(), true, false, rng);
+        f.on_reply(t0 + 2ms, held(), true, false, rng);
+        const auto a = f.on_timer(t0 + 1s, true);
+        BOOST_TEST(a.complete);
+        BOOST_TEST(a.ec == error::acquire_timeout);
+        BOOST_TEST(a.give_back); // timed out
+    }
+    {
+        auto f = with_record();
+        f.start(t0, false);
+        f.on_reply(t0 + 1ms, held(), true, false, rng); // join + retry: on the wire
+        const auto a = f.on_cancel();                   // abandoned with an attempt out
+        BOOST_TEST(!a.give_back);                       // its reply decides
+        const auto b = f.on_reply(t0 + 2ms, held(), true, false, rng);
+        BOOST_TEST(b.give_back); // refused again: its record is there
+    }
+    {
+        auto f = with_record();
+        f.start(t0, false);
+        f.on_reply(t0 + 1ms, held(), true, false, rng);
+        f.on_reply(t0 + 2ms, held(), true, false, rng);
+        BOOST_TEST(f.on_stop().give_back); // the connection stopped
+    }
+    {
+        auto f = with_record();
+        f.start(t0, false); // never refused
+        f.on_cancel();
+        const auto a = f.on_reply(t0 + 1ms, held(), true, false, rng);
+        BOOST_TEST(a.give_back); // a refused attempt of a record kind may have recorded
+    }
+    {
+        acquire_fsm f(params()); // a plain mutex leaves nothing
+        f.start(t0, false);
+        f.on_reply(t0 + 1ms, held(), true, false, rng);
+        f.on_reply(t0 + 2ms, held(), true, false, rng);
+        BOOST_TEST(!f.on_cancel().give_back);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

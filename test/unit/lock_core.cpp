@@ -161,6 +161,37 @@ BOOST_AUTO_TEST_CASE(a_release_of_k_permits_wakes_k_local_waiters_in_turn) {
     BOOST_TEST(c.fsm.current() == corolock::detail::acquire_fsm::state::waiting);
 }
 
+// A fair lock's waiters attempt on their own (no local queue order), and a release message wakes
+// only the waiter it names; nobody named (a reconnect, an empty line) wakes every one. A fair
+// queue never hands over locally: the server's line says who is next.
+BOOST_AUTO_TEST_CASE(a_fair_release_message_wakes_only_the_named_waiter) {
+    lock_core core(1);
+    acquisition a(params(), "f"), b(params(), "f");
+    a.fair = b.fair = true;
+    a.record_member = "owner-a";
+    b.record_member = "owner-b";
+    lock_actions out;
+    core.start(a, t0, out);
+    core.start(b, t0, out);
+    out.clear();
+    // Both attempt at once: neither waits behind the other locally.
+    BOOST_TEST(a.fsm.current() == corolock::detail::acquire_fsm::state::attempting);
+    BOOST_TEST(b.fsm.current() == corolock::detail::acquire_fsm::state::attempting);
+    for (auto* x : {&a, &b}) {
+        core.on_reply(*x, held(), t0 + 1ms, out); // joins (subscribes) and retries
+        core.on_reply(*x, held(), t0 + 2ms, out); // waits for a message or its timer
+    }
+    out.clear();
+    BOOST_TEST(core.on_head_message("f", "owner-b", t0 + 3ms, out));
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &b}})));
+    out.clear();
+    BOOST_TEST(!core.on_head_message("f", "someone-elsewhere", t0 + 4ms, out));
+    BOOST_TEST(shown(out).empty());
+    BOOST_TEST(core.on_head_message("f", "", t0 + 5ms, out)); // a reconnect: everyone checks
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));   // b's attempt is still out
+    BOOST_TEST(!core.release_hands_over("f"));
+}
+
 BOOST_AUTO_TEST_CASE(a_try_never_queues_and_a_second_acquire_queues_behind_the_first) {
     lock_core core(1);
     acquisition a(params(), "n"), b(params(), "n"), t(params(true), "n");
