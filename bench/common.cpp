@@ -28,7 +28,7 @@ namespace corolock::bench {
 // options
 
 void usage(std::ostream& os) {
-    os << "usage: corolock-bench pipeline|lock|soak|multi|redlock|cluster|semaphore|rate [options]\n"
+    os << "usage: corolock-bench pipeline|lock|soak|multi|redlock|cluster|sync|rate [options]\n"
           "  pipeline: K coroutines loop SET over one connection, next to redis-benchmark SET\n"
           "  lock:     acquire/release figures over one connection (uncontended, contended,\n"
           "            nested holds, dropped vs awaited release, allocations, many locks under\n"

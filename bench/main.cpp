@@ -10,7 +10,7 @@
 //   corolock-bench multi [--seconds S] [--host H --port P] [--json]
 //   corolock-bench redlock [--seconds S] [--json]
 //   corolock-bench cluster [--seconds S] [--json]
-//   corolock-bench semaphore [--seconds S] [--host H --port P] [--json]
+//   corolock-bench sync [--seconds S] [--host H --port P] [--json]
 //   corolock-bench rate [--seconds S] [--host H --port P] [--json]
 //
 // One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp,
@@ -33,7 +33,7 @@ constexpr subcommand subcommands[] = {
     {"pipeline", corolock::bench::run_pipeline}, {"lock", corolock::bench::run_lock},
     {"soak", corolock::bench::run_soak},         {"multi", corolock::bench::run_multi},
     {"redlock", corolock::bench::run_redlock},   {"cluster", corolock::bench::run_cluster},
-    {"semaphore", corolock::bench::run_semaphore},
+    {"sync", corolock::bench::run_sync},
     {"rate", corolock::bench::run_rate},
 };
 
