@@ -90,6 +90,15 @@ inline bool valid_retry(std::chrono::steady_clock::duration base,
     return within(base, std::chrono::milliseconds(1)) && within(max, base);
 }
 
+// How long a record a waiter leaves on the server lives past its last attempt (a writer's
+// intent, a semaphore waiter's reservation, a fair lock waiter's place): a waiting acquisition
+// attempts at least every `retry_max` (its fallback timer), so twice that and a second keeps the
+// record of a live waiter, and lets a dead one's lapse soon.
+inline std::chrono::steady_clock::duration
+waiting_record_ttl(std::chrono::steady_clock::duration retry_max) noexcept {
+    return 2 * retry_max + std::chrono::seconds(1);
+}
+
 // At most this many leases per renew script.
 inline constexpr std::size_t max_renew_batch = 100;
 

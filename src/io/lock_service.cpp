@@ -178,8 +178,7 @@ lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, kind k)
         return;
     lease_ms = std::to_string(to_ms(opts.lease));
     fence_ms = std::to_string(to_ms(opts.lease + opts.fence_retention));
-    // A waiting writer's head attempts at least every retry_max; its intent outlives two of them.
-    intent_ms = std::to_string(to_ms(2 * opts.retry_max + std::chrono::seconds(1)));
+    intent_ms = std::to_string(to_ms(waiting_record_ttl(opts.retry_max)));
     if (opts.replica_sync.replicas > 0) {
         wait_replicas = std::to_string(opts.replica_sync.replicas);
         wait_ms = std::to_string(to_ms(opts.replica_sync.timeout));

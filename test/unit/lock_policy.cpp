@@ -154,6 +154,20 @@ BOOST_AUTO_TEST_CASE(documented_defaults_and_limits_are_the_code_s) {
     BOOST_TEST(design.find("`now + try_timeout` (default 1 s)") != std::string::npos);
 }
 
+// The life of a waiter's record (intent, reservation, place), as the synchronizers' docs state
+// it: 2 x retry_max + 1 s, 5 s at the default retry_max.
+BOOST_AUTO_TEST_CASE(documented_waiting_record_ttl_is_the_code_s) {
+    using namespace std::chrono_literals;
+    BOOST_TEST((corolock::detail::waiting_record_ttl(corolock::mutex_options{}.retry_max) == 5s));
+    BOOST_TEST((corolock::detail::waiting_record_ttl(200ms) == 1400ms));
+    for (const char* file : {"shared_mutex.md", "fair_mutex.md", "semaphore.md"}) {
+        const auto text = doc(file);
+        BOOST_TEST(text.find("2 × retry_max + 1 s") != std::string::npos, file);
+    }
+    BOOST_TEST(doc("shared_mutex.md").find("(5 s by default)") != std::string::npos);
+    BOOST_TEST(doc("fair_mutex.md").find("(5 s by default") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(option_bounds_shared_by_every_lock) {
     using namespace std::chrono_literals;
     using corolock::detail::valid_lease;
