@@ -46,7 +46,8 @@ std::shared_ptr<lease_state> lease_share::take_for_release() noexcept {
 } // namespace detail
 
 fenced_script::fenced_script(std::string_view body)
-    : script_(detail::make_fenced_source(body)), guarded_(detail::make_guarded_source(body)) {}
+    : script_(detail::make_fenced_source(body)), guarded_(detail::make_guarded_source(body)),
+      held_(detail::make_held_source(body)) {}
 
 namespace {
 
@@ -153,10 +154,13 @@ void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_sc
     // A token: KEYS the lock, its fence key, then the caller's; ARGV the token, then the
     // caller's. No token (a semaphore's permits): KEYS the sorted set, then the caller's; ARGV the
     // lease's member, then the caller's.
+    // A writer of a shared_mutex: KEYS the lock, then the caller's; ARGV the token, then the
+    // caller's.
     const bool tokens = st->spec->tokens();
-    const auto& wrapped = tokens ? s.wrapped() : s.guarded();
+    const bool writer = st->spec->what == detail::lock_spec::kind::exclusive;
+    const auto& wrapped = writer ? s.held() : tokens ? s.wrapped() : s.guarded();
     std::vector<std::string_view> k{tokens ? st->spec->name : st->spec->key};
-    if (tokens)
+    if (tokens && !writer)
         k.push_back(st->spec->fence_key);
     k.insert(k.end(), keys.begin(), keys.end());
     const std::string token_text = tokens ? std::to_string(st->token) : std::string();

@@ -66,19 +66,23 @@ void fail_empty(Handler h) {
 
 /// A Lua write that runs only while the caller's lease is current (`lease::async_fenced_eval`
 /// fails with `error::stale_token` otherwise): for a mutex's lease, while its fencing token is
-/// the newest for its lock; for a semaphore's, while its permits' deadline has not passed on the
-/// server's clock. The body uses KEYS and ARGV as usual.
+/// the newest for its lock; for a shared_mutex writer's, while the lock records its token; for
+/// a semaphore's or a reader's, while its record's deadline has not passed on the server's
+/// clock. The body uses KEYS and ARGV as usual.
 class COROLOCK_DECL fenced_script {
 public:
     explicit fenced_script(std::string_view body);
     /// The script sent for a mutex's lease.
     const script& wrapped() const noexcept { return script_; }
-    /// The script sent for a semaphore's lease.
+    /// The script sent for a semaphore's lease or a shared_mutex reader's.
     const script& guarded() const noexcept { return guarded_; }
+    /// The script sent for a shared_mutex writer's lease.
+    const script& held() const noexcept { return held_; }
 
 private:
     script script_;
     script guarded_;
+    script held_;
 };
 
 class nested_hold;

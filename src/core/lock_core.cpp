@@ -17,18 +17,24 @@ lock_action make(lock_action::kind k, acquisition& a) {
 } // namespace
 
 bool lock_core::head(const acquisition& a) const {
-    if (a.fair)
-        return true; // its place on the server decides, not a local queue
+    if (a.independent)
+        return true; // the server decides, not a local queue
     // Not queued yet: it would be first if nobody queues for the name.
     return a.queue ? a.queue->q.is_head(a.id()) : !has_waiters(a.name);
 }
 
 void lock_core::start(acquisition& a, clock::time_point now, lock_actions& out) {
-    act(a, a.fsm.start(now, !a.fair && has_waiters(a.name)), now, out);
+    act(a, a.fsm.start(now, !a.independent && has_waiters(a.name)), now, out);
 }
 
 void lock_core::on_reply(acquisition& a, const attempt_reply& r, clock::time_point now,
                          lock_actions& out) {
+    // Refused, and no message came since the attempt went out: the wake-ups still pending were
+    // for permits (or a lock) that someone else has taken. Dropping them keeps one message from
+    // making the head retry once per waiter.
+    if (r.what == attempt_reply::kind::held && a.queue && !a.independent &&
+        a.queue->q.is_head(a.id()) && a.queue->q.messages() == a.messages_at_send)
+        a.queue->q.clear_wakes();
     act(a, a.fsm.on_reply(now, r, head(a), woken(a), rng_), now, out);
 }
 
@@ -58,8 +64,10 @@ void lock_core::act(acquisition& a, const acquire_action& x, clock::time_point n
         join(a, out);
     if (x.attempt) {
         a.named = false;
-        if (a.queue && !a.fair)
+        if (a.queue && !a.independent) {
             a.queue->q.on_attempt(a.id()); // the attempt answers a pending wake-up
+            a.messages_at_send = a.queue->q.messages();
+        }
         a.replies_at_send = replies_;
         out.push_back(make(lock_action::kind::attempt, a));
     }
@@ -81,7 +89,7 @@ void lock_core::join(acquisition& a, lock_actions& out) {
     auto [it, fresh] = queues_.try_emplace(std::string(a.name));
     if (fresh) { // ahead of the attempt on the socket: a release between the two is not missed
         it->second.capacity = a.capacity;
-        it->second.fair = a.fair;
+        it->second.independent = a.independent;
         out.push_back(make(lock_action::kind::subscribe, a));
     }
     it->second.q.push(a.id());
@@ -103,7 +111,7 @@ void lock_core::leave(acquisition& a, clock::time_point now, lock_actions& out) 
         queues_.erase(it);
         return;
     }
-    if (next && !a.fair)
+    if (next && !a.independent)
         wake(acquisition::from_id(next), now, out); // promoted: it may have a wake-up to consume
 }
 
@@ -124,16 +132,16 @@ bool lock_core::on_release_message(std::string_view name, std::size_t n, clock::
     return h != 0;
 }
 
-bool lock_core::on_head_message(std::string_view name, std::string_view member,
-                                clock::time_point now, lock_actions& out) {
+bool lock_core::on_independent_message(std::string_view name, std::string_view member,
+                                       bool writers_only, clock::time_point now,
+                                       lock_actions& out) {
     auto it = queues_.find(name);
     if (it == queues_.end())
         return false;
     std::vector<acquisition*> hit;
     it->second.q.for_each([&](waiter_queue::id id) {
         auto& a = acquisition::from_id(id);
-        // Named, or nobody named (an empty queue, a reconnect): every local waiter may retry.
-        if (member.empty() || a.record_member == member)
+        if (!member.empty() ? a.record_member == member : !writers_only || a.writer)
             hit.push_back(&a);
     });
     for (auto* a : hit) {
@@ -144,9 +152,9 @@ bool lock_core::on_head_message(std::string_view name, std::string_view member,
 }
 
 bool lock_core::release_hands_over(std::string_view name) {
-    // A fair lock never hands over: the server's queue says who is next.
+    // Independent waiters are never handed over to: the server says who is next.
     auto it = queues_.find(name);
-    return it != queues_.end() && !it->second.fair && it->second.release_hands_over();
+    return it != queues_.end() && !it->second.independent && it->second.release_hands_over();
 }
 
 bool lock_core::hand_off(std::string_view name, std::size_t n, clock::time_point now,

@@ -37,11 +37,14 @@ struct acquisition {
     name_queue* queue = nullptr;       // joined: the name's queue on this connection
     std::uint64_t replies_at_send = 0; // the core's reply count when the attempt went out
     std::size_t capacity = 1;          // holders the name has at most (a semaphore: its limit)
-    // A fair lock's: every waiter has its place on the server and attempts on its own (no local
-    // queue order); a release message names the one that may retry (`member`).
-    bool fair = false;
+    // Attempts on its own, with no local queue order (a fair lock's waiter, whose place in line
+    // is on the server; a shared_mutex's reader or writer, whose grant depends on its kind): a
+    // release message wakes the waiters it concerns (`on_independent_message`).
+    bool independent = false;
+    bool writer = false;            // a shared_mutex's writer: a reader's release concerns it
     std::string_view record_member; // its record's member in Redis (a fair lock: the owner id)
-    bool named = false; // fair: a release message named it, not yet answered by an attempt
+    bool named = false; // independent: a message concerned it, not yet answered by an attempt
+    std::uint64_t messages_at_send = 0; // its queue's message count when its attempt went out
 
     waiter_queue::id id() const noexcept {
         return static_cast<waiter_queue::id>(reinterpret_cast<std::uintptr_t>(this));
@@ -96,10 +99,12 @@ public:
     // A lease of `name` is being released. True: hand the lock over (the driver sends the
     // release as EVAL, then calls hand_off, so the head's attempt follows in the same write).
     bool release_hands_over(std::string_view name);
-    // A fair lock's release message: `member` is at the head of the server's queue (empty: the
-    // queue is empty). Returns true when it woke a local acquisition.
-    bool on_head_message(std::string_view name, std::string_view member, clock::time_point now,
-                         lock_actions& out);
+    // A release message for a name whose waiters are independent: it wakes the local waiter
+    // whose member it names (`member`: a fair lock's new head), else the writers only
+    // (`writers_only`: a shared_mutex's reader left), else every one (a writer left, a
+    // reconnect). Returns true when it woke a local acquisition.
+    bool on_independent_message(std::string_view name, std::string_view member, bool writers_only,
+                                clock::time_point now, lock_actions& out);
     // The release frees `n` units (1, or k permits). Returns true when a head was handed them.
     bool hand_off(std::string_view name, std::size_t n, clock::time_point now, lock_actions& out);
     // A release of this connection was answered (`released`: it freed the key).
@@ -126,7 +131,7 @@ private:
     void wake(acquisition& a, clock::time_point now, lock_actions& out);
     bool head(const acquisition& a) const;
     static bool woken(const acquisition& a) noexcept {
-        return a.fair ? a.named : a.queue && a.queue->q.woken(a.id());
+        return a.independent ? a.named : a.queue && a.queue->q.woken(a.id());
     }
 
     std::map<std::string, name_queue, std::less<>> queues_;

@@ -30,8 +30,8 @@ public:
     waiter_queue q;
     // How many holders the name has at most: 1 for a mutex, the limit for a semaphore's permits.
     std::size_t capacity = 1;
-    // A fair lock's waiters: each attempts on its own, woken by a message that names it.
-    bool fair = false;
+    // Its waiters attempt on their own (acquisition::independent): no hand-offs.
+    bool independent = false;
 
     // A lease of this connection is being released while waiters queue here. True: hand the lock
     // over (send the release as EVAL, then `hand_off`: the head's attempt follows the release in

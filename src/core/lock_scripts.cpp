@@ -360,7 +360,8 @@ if wkind == 'hash' then
     redis.call('PEXPIRE', KEYS[W], ARGV[2])
     return {1, tonumber(redis.call('HGET', KEYS[W], 'token'))}
   end
-  return refused(redis.call('PTTL', KEYS[W]))
+  -- Another writer: no intent (writers do not keep readers out of each other's gaps).
+  return {0, redis.call('PTTL', KEYS[W])}
 end
 local reader = redis.call('ZRANGEBYSCORE', KEYS[R], now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 if reader[1] then return refused(tonumber(reader[2]) - now) end
@@ -737,6 +738,25 @@ local function fenced(KEYS, ARGV)
     s.append(R"lua(
 end
 return fenced({unpack(KEYS, 3)}, {unpack(ARGV, 2)})
+)lua");
+    return s;
+}
+
+std::string make_held_source(std::string_view body) {
+    // Only while the lock's hash records this very token: a writer of a shared_mutex whose lease
+    // ran out is refused even when no newer writer exists (a reader may hold, and readers do not
+    // move the fence).
+    std::string s = R"lua(
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
+   redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then
+  return redis.error_reply('STALE_TOKEN corolock: the lease is gone')
+end
+local function fenced(KEYS, ARGV)
+)lua";
+    s.append(body);
+    s.append(R"lua(
+end
+return fenced({unpack(KEYS, 2)}, {unpack(ARGV, 2)})
 )lua");
     return s;
 }

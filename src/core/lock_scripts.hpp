@@ -125,6 +125,9 @@ std::int64_t take_wait_reply(generic_response& resp, bool count_connected = fals
 // Wraps a Lua body into a fenced script: KEYS[1] = lock name, KEYS[2] = fence key, ARGV[1] =
 // token; the body sees its own KEYS and ARGV (the rest).
 std::string make_fenced_source(std::string_view body);
+// Wraps a Lua body into a script that runs only while the lock's hash (KEYS[1]) records the
+// caller's token (ARGV[1]): a shared_mutex writer's fenced write (readers do not move the fence).
+std::string make_held_source(std::string_view body);
 // Wraps a Lua body into a guarded script, for leases without a token (a semaphore's permits):
 // KEYS[1] = the sorted set, ARGV[1] = the lease's member; the body runs only while the member's
 // deadline has not passed on the server's clock (else STALE_TOKEN).

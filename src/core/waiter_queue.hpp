@@ -54,9 +54,15 @@ public:
     id on_release(std::size_t n = 1, std::size_t capacity = 1) noexcept {
         if (fifo_.empty())
             return 0;
-        wakes_ = std::min({wakes_ + n, capacity, fifo_.size()});
+        ++messages_;
+        const auto room = std::min(capacity, fifo_.size());
+        wakes_ = n >= room || wakes_ >= room - n ? room : wakes_ + n; // saturating ("all")
         return fifo_.front();
     }
+    // Release messages (and hand-offs) so far: an attempt refused with no message since it was
+    // sent shows that the wake-ups still pending are stale (the server said no).
+    std::uint64_t messages() const noexcept { return messages_; }
+    void clear_wakes() noexcept { wakes_ = 0; }
 
     // Whether `w` is the head and a wake-up waits for it.
     bool woken(id w) const noexcept { return wakes_ > 0 && is_head(w); }
@@ -70,6 +76,7 @@ public:
 private:
     std::deque<id> fifo_;
     std::size_t wakes_ = 0;
+    std::uint64_t messages_ = 0;
 };
 
 } // namespace corolock::detail

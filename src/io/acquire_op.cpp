@@ -30,7 +30,9 @@ acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p
       timer_(spec().io.strand()), started_(clock::now()), owner_(random_owner_id()),
       units_(units ? units : spec().units), member_(make_member(spec(), units_, owner_)) {
     capacity = spec().capacity;
-    fair = spec().what == lock_spec::kind::fair;
+    independent = spec().what == lock_spec::kind::fair || spec().what == lock_spec::kind::shared ||
+                  spec().what == lock_spec::kind::exclusive;
+    writer = spec().what == lock_spec::kind::exclusive;
     record_member = member_.view();
     req_ = spec().acquire_request(member_.view(), once_, units_);
     // In the same write as the script: WAIT counts the replicas that have the grant.

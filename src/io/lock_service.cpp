@@ -201,14 +201,20 @@ lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const 
 
 class lock_service::listener final : public push_listener {
 public:
-    listener(std::weak_ptr<lock_service> svc, std::string name, bool fair)
-        : svc_(std::move(svc)), name_(std::move(name)), fair_(fair) {}
+    listener(std::weak_ptr<lock_service> svc, std::string name, lock_spec::kind k)
+        : svc_(std::move(svc)), name_(std::move(name)), kind_(k) {}
     void on_message(std::string_view, std::string_view payload) override {
-        if (auto s = svc_.lock()) {
-            if (fair_)
-                s->on_head_message(name_, named_head(payload));
-            else
-                s->on_release_message(name_, release_credits(payload));
+        auto s = svc_.lock();
+        if (!s)
+            return;
+        switch (kind_) {
+        case lock_spec::kind::fair: // "head <member>": that waiter; else every one
+            return s->on_independent_message(name_, named_head(payload), false);
+        case lock_spec::kind::shared: // "released": a reader left, which only writers wait for
+        case lock_spec::kind::exclusive:
+            return s->on_independent_message(name_, {}, payload == "released");
+        default:
+            return s->on_release_message(name_, release_credits(payload));
         }
     }
     // Releases published while the connection was down are lost: try again.
@@ -225,7 +231,7 @@ public:
 private:
     std::weak_ptr<lock_service> svc_;
     std::string name_;
-    bool fair_;
+    lock_spec::kind kind_;
 };
 
 // The force-unlock channel: each message is the owner id of a lock an administrator deleted.
@@ -323,8 +329,7 @@ void lock_service::perform(const lock_actions& actions) {
         const auto keep = op.shared_from_this(); // completing may drop the last other reference
         switch (x.what) {
         case lock_action::kind::subscribe: {
-            auto sub = std::make_shared<listener>(weak_from_this(), op.spec().name,
-                                                  op.spec().what == lock_spec::kind::fair);
+            auto sub = std::make_shared<listener>(weak_from_this(), op.spec().name, op.spec().what);
             io_.add_listener(op.spec().channel, sub);
             subs_.insert_or_assign(op.spec().name, std::move(sub));
             break;
@@ -396,9 +401,10 @@ void lock_service::on_release_message(const std::string& name, std::size_t credi
     });
 }
 
-void lock_service::on_head_message(const std::string& name, std::string_view member) {
+void lock_service::on_independent_message(const std::string& name, std::string_view member,
+                                          bool writers_only) {
     run([&](lock_core& c, clock::time_point now, lock_actions& out) {
-        if (c.on_head_message(name, member, now, out))
+        if (c.on_independent_message(name, member, writers_only, now, out))
             stats_.pubsub_wakeups.fetch_add(1, std::memory_order_relaxed);
     });
 }

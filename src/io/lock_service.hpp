@@ -204,7 +204,8 @@ private:
     void run(F event);
     void perform(const lock_actions& actions);
     void on_release_message(const std::string& name, std::size_t credits);
-    void on_head_message(const std::string& name, std::string_view member);
+    void on_independent_message(const std::string& name, std::string_view member,
+                                bool writers_only);
     // The first acquisition: listen for force-unlocks, look at the server's eviction policy.
     void on_first_use();
     void on_forced(std::string_view owner);

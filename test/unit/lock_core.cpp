@@ -161,13 +161,64 @@ BOOST_AUTO_TEST_CASE(a_release_of_k_permits_wakes_k_local_waiters_in_turn) {
     BOOST_TEST(c.fsm.current() == corolock::detail::acquire_fsm::state::waiting);
 }
 
+// A head refused with no message since its attempt went out drops the wake-ups still pending:
+// they were for permits someone else took, and would make it retry once per waiter (review:
+// 1,000 queued readers, 1,000 scripts per release).
+BOOST_AUTO_TEST_CASE(a_refused_head_drops_stale_wake_ups) {
+    lock_core core(1);
+    acquisition a(params(), "s"), b(params(), "s"), c(params(), "s");
+    for (auto* x : {&a, &b, &c})
+        x->capacity = 3;
+    lock_actions out;
+    core.start(a, t0, out);
+    core.on_reply(a, held(), t0, out);
+    core.on_reply(a, held(), t0, out); // waiting, head
+    core.start(b, t0, out);
+    core.start(c, t0, out);
+    out.clear();
+    BOOST_TEST(core.on_release_message("s", 3, t0 + 1ms, out)); // "permits 3"
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));
+    out.clear();
+    core.on_reply(a, held(), t0 + 2ms, out); // taken by another process meanwhile
+    BOOST_TEST(shown(out).empty());          // no retry for the two stale wake-ups
+    // A message that comes while the attempt is out is not stale: it makes the head retry.
+    core.on_timer(a, a.fsm.wake_at(), out);
+    out.clear();
+    core.on_release_message("s", 1, a.fsm.wake_at() + 1ms, out);
+    core.on_reply(a, held(), a.fsm.wake_at() + 2ms, out);
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));
+}
+
+// A shared_mutex's waiters are independent too: a reader's release ("released") wakes the local
+// writers only; a writer's ("all") every waiter.
+BOOST_AUTO_TEST_CASE(a_readers_release_wakes_writers_only) {
+    lock_core core(1);
+    acquisition r(params(), "rw"), w(params(), "rw");
+    r.independent = w.independent = true;
+    w.writer = true;
+    lock_actions out;
+    for (auto* x : {&r, &w}) {
+        core.start(*x, t0, out);
+        core.on_reply(*x, held(), t0 + 1ms, out);
+        core.on_reply(*x, held(), t0 + 2ms, out);
+    }
+    out.clear();
+    BOOST_TEST(core.on_independent_message("rw", {}, true, t0 + 3ms, out));
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &w}})));
+    out.clear();
+    core.on_reply(w, held(), t0 + 4ms, out);
+    out.clear();
+    BOOST_TEST(core.on_independent_message("rw", {}, false, t0 + 5ms, out));
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &r}, {kind::attempt, &w}})));
+}
+
 // A fair lock's waiters attempt on their own (no local queue order), and a release message wakes
 // only the waiter it names; nobody named (a reconnect, an empty line) wakes every one. A fair
 // queue never hands over locally: the server's line says who is next.
 BOOST_AUTO_TEST_CASE(a_fair_release_message_wakes_only_the_named_waiter) {
     lock_core core(1);
     acquisition a(params(), "f"), b(params(), "f");
-    a.fair = b.fair = true;
+    a.independent = b.independent = true;
     a.record_member = "owner-a";
     b.record_member = "owner-b";
     lock_actions out;
@@ -182,13 +233,14 @@ BOOST_AUTO_TEST_CASE(a_fair_release_message_wakes_only_the_named_waiter) {
         core.on_reply(*x, held(), t0 + 2ms, out); // waits for a message or its timer
     }
     out.clear();
-    BOOST_TEST(core.on_head_message("f", "owner-b", t0 + 3ms, out));
+    BOOST_TEST(core.on_independent_message("f", "owner-b", false, t0 + 3ms, out));
     BOOST_TEST((shown(out) == seq({{kind::attempt, &b}})));
     out.clear();
-    BOOST_TEST(!core.on_head_message("f", "someone-elsewhere", t0 + 4ms, out));
+    BOOST_TEST(!core.on_independent_message("f", "someone-elsewhere", false, t0 + 4ms, out));
     BOOST_TEST(shown(out).empty());
-    BOOST_TEST(core.on_head_message("f", "", t0 + 5ms, out)); // a reconnect: everyone checks
-    BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));   // b's attempt is still out
+    BOOST_TEST(
+        core.on_independent_message("f", "", false, t0 + 5ms, out)); // a reconnect: everyone checks
+    BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));          // b's attempt is still out
     BOOST_TEST(!core.release_hands_over("f"));
 }
 

@@ -93,4 +93,20 @@ BOOST_AUTO_TEST_CASE(wake_ups_are_capped_by_capacity_and_waiters) {
     BOOST_TEST(r.wakes() == 3u); // a semaphore of 3 never frees more than 3 at once
 }
 
+// "all" (every waiter may retry) twice, with wake-ups pending: no overflow, everyone stays
+// woken (the review's 1 pending + "all" gave 0).
+BOOST_AUTO_TEST_CASE(all_twice_saturates_instead_of_wrapping) {
+    waiter_queue q;
+    for (waiter_queue::id w = 1; w <= 4; ++w)
+        q.push(w);
+    constexpr auto all = static_cast<std::size_t>(-1);
+    q.on_release(1, all);
+    q.on_release(all, all);
+    BOOST_TEST(q.wakes() == 4u);
+    q.on_attempt(1);
+    q.on_release(all, all);
+    BOOST_TEST(q.wakes() == 4u);
+    BOOST_TEST(q.messages() == 3u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
