@@ -91,6 +91,24 @@ double ms_between(std::int64_t from_ns, std::int64_t to_ns) {
     return static_cast<double>(to_ns - from_ns) / 1e6;
 }
 
+// The longest time without a new grant between the first grant and `until`: grant times sorted.
+double longest_gap_ms(std::vector<std::int64_t> grants, std::int64_t until) {
+    std::sort(grants.begin(), grants.end());
+    double gap = 0;
+    for (std::size_t i = 1; i < grants.size() && grants[i - 1] < until; ++i)
+        gap = std::max(gap, ms_between(grants[i - 1], std::min(grants[i], until)));
+    return gap;
+}
+
+// Redirects the two clients followed (printed: a client whose map refresh learned the move
+// first follows none, so this is not a check).
+void print_redirects(const std::string& what, corolock::cluster& a, corolock::cluster& b) {
+    const auto sa = a.stats(), sb = b.stats();
+    std::cout << "cluster_sync " << what << ": redirects MOVED " << sa.moved + sb.moved
+              << ", ASK " << sa.asks + sb.asks << ", retries " << sa.retries + sb.retries
+              << "\n";
+}
+
 // The cluster under test, the name, and the move of the name's slot: the lowest 50 slots of the
 // name's master go to the master of slot 16383.
 struct reshard_setup {
@@ -171,6 +189,7 @@ BOOST_AUTO_TEST_CASE(semaphore_limit_holds_across_a_reshard) {
     };
     std::vector<hold> holds;
     error_tally errors;
+    std::int64_t stop_ns = 0;
     run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {
@@ -208,6 +227,7 @@ BOOST_AUTO_TEST_CASE(semaphore_limit_holds_across_a_reshard) {
             co_await s.reshard();
             co_await sleep_for(1500ms);
             stop = true;
+            stop_ns = now_ns();
             BOOST_TEST_REQUIRE(co_await eventually([&] { return running == 0; }, 15s));
             auto [uec, u] = co_await sa.async_usage(tuple_deferred);
             BOOST_TEST(!uec, uec.message());
@@ -215,12 +235,7 @@ BOOST_AUTO_TEST_CASE(semaphore_limit_holds_across_a_reshard) {
             // Nothing left in Redis once the last permit is back (the key is at the new master).
             BOOST_TEST(co_await eventually(
                 [&] { return s.to->command({"EXISTS", s.name}) == ":0\r\n"; }, 2s));
-            const auto sta = a.cl.stats(), stb = b.cl.stats();
-            std::cout << "cluster_sync semaphore: redirects moved " << sta.moved + stb.moved
-                      << ", ask " << sta.asks + stb.asks << ", retries "
-                      << sta.retries + stb.retries << "\n";
-            BOOST_TEST(sta.moved + sta.asks >= 1u); // both clients saw the slot move
-            BOOST_TEST(stb.moved + stb.asks >= 1u);
+            print_redirects("semaphore", a.cl, b.cl);
             BOOST_TEST(corolock::get_lock_stats(a.cl).leases_lost == 0u);
             BOOST_TEST(corolock::get_lock_stats(b.cl).leases_lost == 0u);
             a.cl.cancel();
@@ -249,7 +264,13 @@ BOOST_AUTO_TEST_CASE(semaphore_limit_holds_across_a_reshard) {
     std::cout << "cluster_sync semaphore: " << holds.size() << " holds (" << before
               << " before the reshard, " << during << " during, " << after
               << " after), at most " << most << " permits at once\n";
+    std::vector<std::int64_t> grants;
+    for (const auto& h : holds)
+        grants.push_back(h.from);
+    const double gap = longest_gap_ms(grants, stop_ns);
+    std::cout << "cluster_sync semaphore: longest time without a grant " << gap << " ms\n";
     errors.print("semaphore");
+    BOOST_TEST(gap < 500.0); // 40 waiters, holds of 1-4 ms: the reshard pauses it ~0.1 s at most
     BOOST_TEST(most <= limit);
     BOOST_TEST(most >= 2); // the checker saw concurrency at all
     BOOST_TEST(before > 0u);
@@ -275,6 +296,7 @@ BOOST_AUTO_TEST_CASE(shared_mutex_excludes_writers_across_a_reshard) {
     };
     std::vector<hold> holds;
     error_tally errors;
+    std::int64_t stop_ns = 0;
     int torn = 0, reads_seen = 0;
     run_coroutine_test(
         ioc,
@@ -352,6 +374,7 @@ BOOST_AUTO_TEST_CASE(shared_mutex_excludes_writers_across_a_reshard) {
             co_await s.reshard();
             co_await sleep_for(1500ms);
             stop = true;
+            stop_ns = now_ns();
             BOOST_TEST_REQUIRE(co_await eventually([&] { return running == 0; }, 15s));
             const std::vector<std::string> lock_keys{s.name, "{" + s.name + "}:r",
                                                      "{" + s.name + "}:w"};
@@ -361,8 +384,7 @@ BOOST_AUTO_TEST_CASE(shared_mutex_excludes_writers_across_a_reshard) {
                            k);
             // The record moved with the slot.
             BOOST_TEST(s.to->command({"EXISTS", key_a, key_b}) == ":2\r\n");
-            BOOST_TEST(a.cl.stats().moved + a.cl.stats().asks >= 1u);
-            BOOST_TEST(b.cl.stats().moved + b.cl.stats().asks >= 1u);
+            print_redirects("shared_mutex", a.cl, b.cl);
             BOOST_TEST(corolock::get_lock_stats(a.cl).leases_lost == 0u);
             BOOST_TEST(corolock::get_lock_stats(b.cl).leases_lost == 0u);
             a.cl.cancel();
@@ -394,7 +416,21 @@ BOOST_AUTO_TEST_CASE(shared_mutex_excludes_writers_across_a_reshard) {
               << " writes, " << after << " after the reshard), " << reads_seen << " reads, "
               << torn << " torn, " << reader_overlaps << " reader overlaps, " << writer_overlaps
               << " overlaps with a writer, last token " << last_token << "\n";
+    std::vector<std::int64_t> grants;
+    for (const auto& h : holds)
+        grants.push_back(h.from);
+    const double gap = longest_gap_ms(grants, stop_ns);
+    std::cout << "cluster_sync shared_mutex: longest time without a grant " << gap << " ms\n";
     errors.print("shared_mutex");
+    // Without a stall the longest gap is the reshard's (~0.1 s).
+    // KNOWN LIBRARY BUG (wt-reshard report, 2026-11-26), fails in 4 of 5 runs, cluster or not:
+    // the shared_mutex stalls for a whole writer intent (2 x retry_max + 1 s = 5 s) with nobody
+    // holding. A writer's first attempt records its intent and queues it behind a reader at the
+    // head of its process's local queue; only a head retries, the reader is refused because of
+    // the intent, and the writer never retries until the intent expires. One server and one
+    // connection show it too (20 coroutines, 1 in 4 writers, 1 ms holds: ~24 grants in 4 s,
+    // 5 s gaps). Expected: a waiting writer gets in once the readers present finish.
+    BOOST_TEST(gap < 500.0, "KNOWN BUG: no grant for " << gap << " ms (intent stall)");
     BOOST_TEST(torn == 0);
     BOOST_TEST(writer_overlaps == 0);
     BOOST_TEST(token_drops == 0);
@@ -601,8 +637,7 @@ BOOST_AUTO_TEST_CASE(rate_limiter_bound_holds_across_a_reshard) {
             co_await sleep_for(2s);
             stop = true;
             BOOST_TEST_REQUIRE(co_await eventually([&] { return running == 0; }, 10s));
-            BOOST_TEST(a.cl.stats().moved + a.cl.stats().asks >= 1u);
-            BOOST_TEST(b.cl.stats().moved + b.cl.stats().asks >= 1u);
+            print_redirects("rate_limiter", a.cl, b.cl);
             // Idle: the key expires within burst x T + max_wait.
             BOOST_TEST(co_await eventually(
                 [&] { return s.to->command({"EXISTS", s.name}) == ":0\r\n"; }, 2s));
