@@ -6,6 +6,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <utility>
+
 namespace corolock {
 
 namespace asio = boost::asio;
@@ -74,6 +76,21 @@ clock::time_point shared_mutex::deadline_for(duration wait) noexcept {
 void shared_mutex::acquire_impl(bool exclusive, clock::time_point deadline, bool once,
                                 acquire_handler h) {
     detail::start_acquire(exclusive ? core_->writer : core_->reader, deadline, once, std::move(h));
+}
+
+void shared_mutex::convert_impl(const lease& from, bool downgrade, acquire_handler h) {
+    auto st = detail::lease_access::state(from);
+    const auto& side = downgrade ? core_->writer : core_->reader;
+    const auto& to = downgrade ? core_->reader : core_->writer;
+    if (!st || st->spec != side->spec)
+        return detail::deliver(std::move(h), side->spec->io.executor(),
+                               error_code(error::not_owner), lease{});
+    auto& strand = side->spec->io.strand();
+    detail::enter_strand(
+        strand, [st = std::move(st), to = to->spec, downgrade, h = std::move(h)]() mutable {
+            auto svc = st->svc;
+            svc->convert(std::move(st), std::move(to), downgrade, std::move(h));
+        });
 }
 
 } // namespace corolock

@@ -148,6 +148,50 @@ public:
                         std::forward<CompletionToken>(token));
     }
 
+    /// Turns a writer's lease of this lock into a reader's, in one step on the server: no other
+    /// writer can come in between, and readers waiting behind the writer are let in. The new
+    /// lease has the same owner id; `writer` (and its nested holds) end without a release.
+    ///
+    /// Completion signature: `void(error_code, lease)`; the reader's lease.
+    /// Object lifetimes: `writer` need not outlive the call.
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: none (one script; its outcome is reported).
+    /// Errors: `not_owner` (an empty lease, a reader's, another lock's, or already converted;
+    /// nothing is sent), `lease_lost` (the writer's lease was lost), connection errors (an
+    /// unknown outcome is undone: the reader's record is given back, and the writer's lease is
+    /// reported lost at its next renewal if it is gone).
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_downgrade(const lease& writer, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, lease)>(
+            [](auto handler, shared_mutex* self, const lease* l) {
+                self->convert_impl(*l, true, std::move(handler));
+            },
+            token, this, &writer);
+    }
+
+    /// One attempt to turn a reader's lease of this lock into the writer's: it succeeds only if
+    /// it is the only live reader and no writer holds (a waiting writer's intent does not stop
+    /// it: that writer waits for this reader anyway). It never waits, so two readers that both
+    /// try to upgrade cannot deadlock: the loser keeps its reader's lease and should release it.
+    ///
+    /// Completion signature: `void(error_code, lease)`; the writer's lease (a new fencing
+    /// token), or an empty lease when refused (`reader` is then untouched).
+    /// Object lifetimes: `reader` need not outlive the call.
+    /// Executor: as async_downgrade.
+    /// Cancellation: none (one script; its outcome is reported).
+    /// Errors: `not_owner` (an empty lease, a writer's, another lock's, or already converted;
+    /// nothing is sent), connection errors (an unknown outcome is undone).
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_try_upgrade(const lease& reader, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, lease)>(
+            [](auto handler, shared_mutex* self, const lease* l) {
+                self->convert_impl(*l, false, std::move(handler));
+            },
+            token, this, &reader);
+    }
+
     /// Cancels every pending acquire of this shared_mutex, either side (`operation_aborted`).
     void cancel();
 
@@ -163,6 +207,7 @@ private:
     }
     static clock::time_point deadline_for(duration wait) noexcept;
     void acquire_impl(bool exclusive, clock::time_point deadline, bool once, acquire_handler h);
+    void convert_impl(const lease& from, bool downgrade, acquire_handler h);
 
     std::shared_ptr<detail::shared_mutex_core> core_;
 };

@@ -426,6 +426,66 @@ return freed
     return s;
 }
 
+const script& downgrade_script() {
+    // KEYS: N, {N}:r; ARGV: member, lease ms, channel, publish. The writer's record becomes a
+    // reader's in one step: no other writer can come in between. {1, the write token} or {0, 0}
+    // (the writer's lease is gone).
+    static const script s(R"lua(
+local rkind = redis.call('TYPE', KEYS[2])['ok']
+if rkind ~= 'none' and rkind ~= 'zset' then
+  return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+end
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
+   redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return {0, 0}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = now + tonumber(ARGV[2])
+redis.call('ZADD', KEYS[2], deadline, ARGV[1])
+if redis.call('PEXPIRETIME', KEYS[2]) < deadline then
+  redis.call('PEXPIREAT', KEYS[2], deadline)
+end
+local token = tonumber(redis.call('HGET', KEYS[1], 'token'))
+redis.call('DEL', KEYS[1])
+redis.pcall(ARGV[4] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[3], 'all')
+return {1, token}
+)lua");
+    return s;
+}
+
+const script& try_upgrade_script() {
+    // KEYS: N, fence, {N}:r; ARGV: member, lease ms, lease + fence retention ms. Only the one
+    // live reader, with no writer, becomes the writer (a new token); anything else: {0, 0} at
+    // once, the reader's record untouched. Never waits: two upgraders cannot deadlock.
+    static const script s(R"lua(
+local wkind = redis.call('TYPE', KEYS[1])['ok']
+if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+local rkind = redis.call('TYPE', KEYS[3])['ok']
+if rkind ~= 'none' and rkind ~= 'zset' then
+  return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+end
+if wkind ~= 'none' then return {0, 0} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], 0, '(' .. now)
+local live = redis.call('ZRANGEBYSCORE', KEYS[3], now, '+inf', 'LIMIT', 0, 2)
+if #live ~= 1 or live[1] ~= ARGV[1] then return {0, 0} end
+redis.call('ZREM', KEYS[3], ARGV[1])
+local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]))
+if last and last >= token then token = last + 1 end
+local text = string.format('%.0f', token)
+redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', text)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, token}
+)lua");
+    return s;
+}
+
 const script& fair_acquire_script() {
     // KEYS: N, fence, {N}:q (waiter -> ticket: its place in line), {N}:qd (waiter -> the
     // deadline of its place, server ms); ARGV: member, lease ms, lease + fence retention ms,

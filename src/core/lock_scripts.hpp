@@ -65,6 +65,13 @@ const script& read_release_script();
 // KEYS: N, {N}:w; ARGV: member, channel, publish. Publishes "all".
 const script& write_release_script();
 
+// KEYS: N, {N}:r; ARGV: member, lease ms, channel, publish. A writer's record becomes a
+// reader's: {1, write token}, or {0, 0} when the writer's record is gone.
+const script& downgrade_script();
+// KEYS: N, fence, {N}:r; ARGV: member, lease ms, fence ms. The only live reader, with no writer,
+// becomes the writer: {1, token}; else {0, 0}.
+const script& try_upgrade_script();
+
 // A fair lock's, over N (the mutex's hash), {N}:q (waiter -> ticket) and {N}:qd (waiter -> the
 // deadline of its place). See doc/fair_mutex.md.
 // KEYS: N, fence, {N}:q, {N}:qd; ARGV: member, lease ms, fence ms, place ms, 'wait' | 'try'.

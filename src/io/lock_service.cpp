@@ -502,7 +502,67 @@ void lock_service::lose(lease_state& s, error why, lease_loss reason) {
     give_back(*s.spec, s.member);
 }
 
+void lock_service::convert(std::shared_ptr<lease_state> s, std::shared_ptr<const lock_spec> to,
+                           bool downgrade,
+                           asio::any_completion_handler<void(error_code, lease)> h) {
+    if (s->released || s->converted || s->lost_view.load(std::memory_order_relaxed) != 0)
+        return deliver(std::move(h), io_.executor(),
+                       error_code(s->released || s->converted ? error::not_owner : s->lost_reason),
+                       lease{});
+    const auto& from = *s->spec;
+    const auto& sc = downgrade ? downgrade_script() : try_upgrade_script();
+    request req;
+    if (downgrade) {
+        const std::string_view keys[] = {from.name, from.readers};
+        const std::string_view args[] = {s->member.view(), to->lease_ms, from.channel,
+                                         publish_flag()};
+        req = make_evalsha(sc, keys, args);
+    } else {
+        const std::string_view keys[] = {from.name, from.fence_key, from.readers};
+        const std::string_view args[] = {s->member.view(), to->lease_ms, to->fence_ms};
+        req = make_evalsha(sc, keys, args);
+    }
+    auto call = std::make_shared<script_call>(std::move(req));
+    const auto sent = clock::now();
+    io_.eval(sc, from.name, call->req, call->resp,
+             [self = shared_from_this(), s, to = std::move(to), call, sent, downgrade,
+              h = std::move(h)](error_code ec) mutable {
+                 acquire_reply ar;
+                 if (!ec)
+                     ec = decode_acquire(call->resp, ar, false);
+                 if (ec == error::connection_lost) {
+                     // It may have run: undo the new record; the old one is reported lost at
+                     // its next renewal if it is gone.
+                     self->give_back(*to, s->member);
+                 }
+                 if (ec)
+                     return deliver(std::move(h), self->io_.executor(), ec, lease{});
+                 if (!ar.acquired)
+                     return deliver(std::move(h), self->io_.executor(),
+                                    downgrade ? error_code(error::lease_lost) : error_code(),
+                                    lease{});
+                 // The old lease ends here, with no release: its record is the new one's.
+                 s->converted = true;
+                 self->forget(*s);
+                 s->valid_until_view.store(0, std::memory_order_relaxed);
+                 for (auto& [id, w] : s->lost_waiters.take_all())
+                     deliver(std::move(w), self->io_.executor(),
+                             error_code(asio::error::operation_aborted));
+                 auto st = std::make_shared<lease_state>(self, to, s->owner, s->member, to->units,
+                                                         ar.token);
+                 self->watch(st, sent);
+                 deliver(std::move(h), self->io_.executor(), error_code(),
+                         lease_access::make(std::move(st)));
+             });
+}
+
 void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
+    if (s->converted) { // its record is another lease's now
+        s->released = true;
+        if (done)
+            deliver(std::move(done), io_.executor(), error_code());
+        return;
+    }
     s->released = true;
     auto waiters = s->lost_waiters.take_all();
     for (auto& [id, h] : waiters)

@@ -126,6 +126,7 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
 
     // Strand only (and the lease_watch base).
     bool released = false;
+    bool converted = false; // its record became another lease's (a downgrade, an upgrade)
     error lost_reason{};
     handler_list<completion> lost_waiters;
 
@@ -145,6 +146,7 @@ struct lease_access {
     static lease make(std::shared_ptr<lease_state> s) noexcept {
         return lease(lease_share(std::move(s)));
     }
+    static std::shared_ptr<lease_state> state(const lease& l) noexcept { return l.state(); }
 };
 
 // replica_sync asks only the replicas the master has (ROLE follows the WAIT).
@@ -176,6 +178,12 @@ public:
     // Releases `s` (its last share is gone); `done` (may be empty) gets the outcome.
     void release(std::shared_ptr<lease_state> s, completion done);
     void extend(std::shared_ptr<lease_state> s, completion done);
+    // Turns held lease `s` into a lease of `to` with the same owner (a shared_mutex's downgrade
+    // or upgrade): `downgrade` picks the script. On a grant `s` ends without a release (its
+    // record is the new lease's); refused, `s` is untouched and `h` gets an empty lease (a
+    // downgrade refused means `s` was lost: lease_lost). An unknown outcome is undone.
+    void convert(std::shared_ptr<lease_state> s, std::shared_ptr<const lock_spec> to,
+                 bool downgrade, boost::asio::any_completion_handler<void(error_code, lease)> h);
     void wait_lost(std::shared_ptr<lease_state> s, std::uint64_t id, completion h);
     void cancel_wait_lost(lease_state& s, std::uint64_t id);
 

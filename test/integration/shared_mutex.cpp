@@ -355,6 +355,82 @@ BOOST_FIXTURE_TEST_CASE(a_writers_late_fenced_write_is_refused_under_a_reader, f
     });
 }
 
+// A downgrade turns the writer's record into a reader's in one step: readers waiting behind the
+// writer come in at once, writers stay out, the old lease ends without a release, and the new
+// one renews and releases like any reader's.
+BOOST_FIXTURE_TEST_CASE(a_writer_downgrades_to_a_reader_in_one_step, fixture) {
+    run([&]() -> awaitable<void> {
+        rw m(conn, "rw:down", lease_of(900ms)), other(peer, "rw:down", slow_retry(10s));
+        auto w = co_await m.async_acquire();
+        bool reader_in = false;
+        asio::co_spawn(
+            co_await asio::this_coro::executor,
+            [&]() -> awaitable<void> {
+                auto [ec, l] = co_await other.async_acquire_shared_for(10s, tuple_deferred);
+                BOOST_TEST(!ec, ec.message());
+                reader_in = l.valid();
+                co_await sleep_for(100ms);
+                co_await l.async_release();
+            },
+            asio::detached);
+        co_await sleep_for(100ms);
+        BOOST_TEST(!reader_in);
+        auto [ec, r] = co_await m.async_downgrade(w, tuple_deferred);
+        BOOST_TEST_REQUIRE(!ec, ec.message());
+        BOOST_TEST(r.valid());
+        BOOST_TEST(!w.valid()); // ended: its record is the reader's now
+        BOOST_TEST(r.token() == w.token());
+        BOOST_TEST(r.owner_id() == w.owner_id());
+        BOOST_TEST(srv.command({"EXISTS", "rw:down"}) == ":0\r\n");
+        BOOST_TEST(co_await eventually([&] { return reader_in; }, 2s)); // the message: at once
+        auto [wec, w2] = co_await other.async_try_acquire(tuple_deferred);
+        BOOST_TEST(!w2.owns());     // a reader holds
+        co_await sleep_for(1500ms); // past the 900 ms lease: the watchdog renews the reader
+        BOOST_TEST(r.valid());
+        auto [dec, again] = co_await m.async_downgrade(w, tuple_deferred);
+        BOOST_TEST(dec == error::not_owner); // converted already
+        auto [rec] = co_await r.async_release(tuple_deferred);
+        BOOST_TEST(!rec, rec.message());
+        w = lease(); // its release sends nothing (the record is gone with the reader's)
+        BOOST_TEST(co_await eventually(
+            [&] {
+                return srv.command({"EXISTS", "{rw:down}:r"}) == ":0\r\n";
+            },
+            2s));
+        BOOST_TEST(corolock::get_lock_stats(conn).leases_lost == 0u); // no release refused
+    });
+}
+
+// An upgrade never waits: the only reader becomes the writer (a new token); with another reader
+// it is refused at once and the reader's lease is kept.
+BOOST_FIXTURE_TEST_CASE(try_upgrade_only_for_the_only_reader, fixture) {
+    run([&]() -> awaitable<void> {
+        rw m(conn, "rw:up", lease_of(5s)), other(peer, "rw:up", lease_of(5s));
+        auto w0 = co_await m.async_acquire();
+        const auto t0 = w0.token();
+        co_await w0.async_release();
+        auto r = co_await m.async_acquire_shared();
+        auto r2 = co_await other.async_acquire_shared();
+        auto [ec, w] = co_await m.async_try_upgrade(r, tuple_deferred);
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST(!w.owns()); // another reader holds: refused at once
+        BOOST_TEST(r.valid()); // kept
+        auto [wrong, none] = co_await m.async_try_upgrade(w0, tuple_deferred);
+        BOOST_TEST(wrong == error::not_owner); // not a reader's lease
+        co_await r2.async_release();
+        auto [ec2, w2] = co_await m.async_try_upgrade(r, tuple_deferred);
+        BOOST_TEST_REQUIRE(!ec2, ec2.message());
+        BOOST_TEST(w2.valid());
+        BOOST_TEST(w2.token() > t0);
+        BOOST_TEST(!r.valid());
+        auto [rec, r3] = co_await other.async_try_acquire_shared(tuple_deferred);
+        BOOST_TEST(!r3.owns()); // the writer holds
+        BOOST_TEST(srv.command({"EXISTS", "{rw:up}:r"}) == ":0\r\n");
+        co_await w2.async_release();
+        BOOST_TEST(srv.command({"EXISTS", "rw:up"}) == ":0\r\n");
+    });
+}
+
 // 3 processes x 20 coroutines: writers write a record in two steps (a, then b) under the write
 // lease; readers read both under a read lease. Afterwards: no reader ever saw a half-written
 // record, no writer's hold overlaps any other hold, readers did overlap, and write tokens grow

@@ -509,7 +509,11 @@ BOOST_AUTO_TEST_CASE(script_digests) {
                                      &corolock::detail::read_acquire_script(),
                                      &corolock::detail::write_acquire_script(),
                                      &corolock::detail::read_release_script(),
-                                     &corolock::detail::write_release_script()};
+                                     &corolock::detail::write_release_script(),
+                                     &corolock::detail::downgrade_script(),
+                                     &corolock::detail::try_upgrade_script(),
+                                     &corolock::detail::fair_acquire_script(),
+                                     &corolock::detail::fair_release_script()};
     std::set<std::string> digests;
     for (const auto* s : all) {
         BOOST_TEST(s->sha1().size() == 40u);
