@@ -96,7 +96,7 @@ std::vector<std::string> bulks(const std::string& reply) {
 
 BOOST_AUTO_TEST_SUITE(fair_mutex)
 
-// 3 processes x 10 waiters line up behind a holder; the order of their grants is the order of
+// 4 processes x 50 waiters line up behind a holder; the order of their grants is the order of
 // the line as the server kept it.
 BOOST_AUTO_TEST_CASE(grants_follow_the_line_across_processes) {
     redis_process srv;
@@ -110,35 +110,35 @@ BOOST_AUTO_TEST_CASE(grants_follow_the_line_across_processes) {
         [&]() -> awaitable<void> {
             fair m(conn, "fair:order", lease_of(10s));
             auto held = co_await m.async_acquire();
-            for (int p = 0; p < 3; ++p) {
+            for (int p = 0; p < 4; ++p) {
                 const pid_t child = ::fork();
                 if (child == 0)
-                    waiters_child(srv, "fair:order", 10);
+                    waiters_child(srv, "fair:order", 50);
                 children.push_back(child);
             }
             const bool lined_up = co_await eventually(
                 [&] {
-                    return srv.command({"ZCARD", "{fair:order}:q"}) == ":30\r\n";
+                    return srv.command({"ZCARD", "{fair:order}:q"}) == ":200\r\n";
                 },
-                10s, 20ms);
+                20s, 20ms);
             BOOST_TEST(lined_up);
             line = bulks(srv.command({"ZRANGE", "{fair:order}:q", "0", "-1"}));
             co_await held.async_release();
             co_await eventually(
                 [&] {
-                    return srv.command({"LLEN", "fair:grants"}) == ":30\r\n";
+                    return srv.command({"LLEN", "fair:grants"}) == ":200\r\n";
                 },
-                20s, 20ms);
+                40s, 20ms);
             grants = bulks(srv.command({"LRANGE", "fair:grants", "0", "-1"}));
             conn.cancel();
         }(),
-        60s);
+        90s);
     for (pid_t c : children) {
         int status = 0;
         BOOST_REQUIRE(::waitpid(c, &status, 0) == c);
         BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
     }
-    BOOST_TEST(line.size() == 30u);
+    BOOST_TEST(line.size() == 200u);
     BOOST_TEST(grants == line, "grants in line order");
     BOOST_TEST(srv.command({"EXISTS", "fair:order", "{fair:order}:q", "{fair:order}:qd"}) ==
                ":0\r\n");
