@@ -62,9 +62,31 @@ std::vector<std::string> bulks(const std::string& reply) {
     return out;
 }
 
+// Children are forked before this process starts any thread (ThreadSanitizer cannot start
+// threads in the child of a multi-threaded process); each waits at the gate until the parent
+// opens it.
+struct gate {
+    int fd[2];
+    gate() { BOOST_REQUIRE(::pipe(fd) == 0); }
+    ~gate() {
+        ::close(fd[0]);
+        ::close(fd[1]);
+    }
+    void open(int children) {
+        for (int i = 0; i < children; ++i)
+            BOOST_REQUIRE(::write(fd[1], "g", 1) == 1);
+    }
+    void wait() {
+        char c = 0;
+        if (::read(fd[0], &c, 1) != 1)
+            ::_exit(2);
+    }
+};
+
 // A waiter in a child process: takes the lock, appends its owner id to `fair:grants`, holds it
 // 1 ms, releases. Exits 0 if every one of its `n` waiters did so.
-[[noreturn]] void waiters_child(const redis_process& srv, const std::string& name, int n) {
+[[noreturn]] void waiters_child(const redis_process& srv, const std::string& name, int n, gate& g) {
+    g.wait();
     asio::io_context ioc;
     corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
     conn.async_run(asio::detached);
@@ -100,22 +122,25 @@ BOOST_AUTO_TEST_SUITE(fair_mutex)
 // the line as the server kept it.
 BOOST_AUTO_TEST_CASE(grants_follow_the_line_across_processes) {
     redis_process srv;
+    gate g;
+    std::vector<pid_t> children;
+    for (int p = 0; p < 4; ++p) {
+        const pid_t child = ::fork();
+        BOOST_REQUIRE(child >= 0);
+        if (child == 0)
+            waiters_child(srv, "fair:order", 50, g);
+        children.push_back(child);
+    }
     asio::io_context ioc;
     corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
     conn.async_run(asio::detached);
-    std::vector<pid_t> children;
     std::vector<std::string> line, grants;
     corolock::test::run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {
             fair m(conn, "fair:order", lease_of(10s));
             auto held = co_await m.async_acquire();
-            for (int p = 0; p < 4; ++p) {
-                const pid_t child = ::fork();
-                if (child == 0)
-                    waiters_child(srv, "fair:order", 50);
-                children.push_back(child);
-            }
+            g.open(4); // the waiters line up behind it
             const bool lined_up = co_await eventually(
                 [&] {
                     return srv.command({"ZCARD", "{fair:order}:q"}) == ":200\r\n";
@@ -174,28 +199,31 @@ BOOST_FIXTURE_TEST_CASE(a_try_never_jumps_a_live_line, fixture) {
 // (2 x retry_max + 1 s: 1.4 s here), not for its whole wait.
 BOOST_AUTO_TEST_CASE(a_dead_head_holds_the_line_back_at_most_its_place) {
     redis_process srv;
-    asio::io_context ioc;
-    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
-    conn.async_run(asio::detached);
     auto o = lease_of(10s);
     o.retry_base = 50ms;
     o.retry_max = 200ms;
+    gate g;
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        g.wait();
+        asio::io_context cioc;
+        corolock::connection cconn(cioc.get_executor(), config_for(srv), quiet());
+        cconn.async_run(asio::detached);
+        fair cm(cconn, "fair:dead", o);
+        asio::co_spawn(cioc, cm.async_acquire(asio::use_awaitable), asio::detached);
+        cioc.run_for(30s);
+        ::_exit(0);
+    }
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+    conn.async_run(asio::detached);
     corolock::test::run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {
             fair m(conn, "fair:dead", o);
             auto held = co_await m.async_acquire();
-            const pid_t child = ::fork();
-            if (child == 0) {
-                asio::io_context cioc;
-                corolock::connection cconn(cioc.get_executor(), config_for(srv), quiet());
-                cconn.async_run(asio::detached);
-                fair cm(cconn, "fair:dead", o);
-                asio::co_spawn(cioc, cm.async_acquire(asio::use_awaitable), asio::detached);
-                cioc.run_for(30s);
-                ::_exit(0);
-            }
-            BOOST_REQUIRE(child > 0);
+            g.open(1);
             const bool first = co_await eventually(
                 [&] {
                     return srv.command({"ZCARD", "{fair:dead}:q"}) == ":1\r\n";

@@ -68,6 +68,27 @@ std::int64_t now_ns() {
         .count();
 }
 
+// Children are forked before this process starts any thread (ThreadSanitizer cannot start
+// threads in the child of a multi-threaded process); each waits at the gate until the parent
+// opens it.
+struct gate {
+    int fd[2];
+    gate() { BOOST_REQUIRE(::pipe(fd) == 0); }
+    ~gate() {
+        ::close(fd[0]);
+        ::close(fd[1]);
+    }
+    void open(int children) {
+        for (int i = 0; i < children; ++i)
+            BOOST_REQUIRE(::write(fd[1], "g", 1) == 1);
+    }
+    void wait() {
+        char c = 0;
+        if (::read(fd[0], &c, 1) != 1)
+            ::_exit(2);
+    }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(shared_mutex)
@@ -238,28 +259,31 @@ BOOST_FIXTURE_TEST_CASE(a_writer_that_gives_up_takes_its_intent_with_it, fixture
 // readers get in again.
 BOOST_AUTO_TEST_CASE(a_dead_writers_intent_expires) {
     redis_process srv;
-    asio::io_context ioc;
-    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
-    conn.async_run(asio::detached);
     auto o = lease_of(10s);
     o.retry_base = 50ms;
     o.retry_max = 200ms; // intent: 1.4 s
+    gate g;
+    const pid_t child = ::fork();
+    BOOST_REQUIRE(child >= 0);
+    if (child == 0) {
+        g.wait();
+        asio::io_context cioc;
+        corolock::connection cconn(cioc.get_executor(), config_for(srv), quiet());
+        cconn.async_run(asio::detached);
+        rw cm(cconn, "rw:dead", o);
+        asio::co_spawn(cioc, cm.async_acquire(asio::use_awaitable), asio::detached);
+        cioc.run_for(10s);
+        ::_exit(0);
+    }
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+    conn.async_run(asio::detached);
     corolock::test::run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {
             rw m(conn, "rw:dead", o);
             auto r1 = co_await m.async_acquire_shared();
-            const pid_t child = ::fork();
-            if (child == 0) {
-                asio::io_context cioc;
-                corolock::connection cconn(cioc.get_executor(), config_for(srv), quiet());
-                cconn.async_run(asio::detached);
-                rw cm(cconn, "rw:dead", o);
-                asio::co_spawn(cioc, cm.async_acquire(asio::use_awaitable), asio::detached);
-                cioc.run_for(10s);
-                ::_exit(0);
-            }
-            BOOST_REQUIRE(child > 0);
+            g.open(1);
             const bool intent = co_await eventually(
                 [&] {
                     return srv.command({"ZCARD", "{rw:dead}:w"}) == ":1\r\n";
