@@ -62,7 +62,8 @@ enum class error {
     acquire_timeout,       ///< the wait deadline passed before the lock was free (lock_contention)
     lease_lost,            ///< the lease expired or was taken while held (lock_lost)
     operation_in_progress, ///< a second async_run, or a second receive on one subscription
-    stale_token,           ///< a fenced write was refused: a newer token exists (lock_lost)
+    stale_token,           ///< a fenced write was refused: a newer token exists, or the lease is
+                           ///< gone from Redis (lock_lost)
     max_hold_reached,      ///< the watchdog stopped at mutex_options::max_hold (lock_lost)
 
     // Cluster
