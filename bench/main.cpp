@@ -33,8 +33,7 @@ constexpr subcommand subcommands[] = {
     {"pipeline", corolock::bench::run_pipeline}, {"lock", corolock::bench::run_lock},
     {"soak", corolock::bench::run_soak},         {"multi", corolock::bench::run_multi},
     {"redlock", corolock::bench::run_redlock},   {"cluster", corolock::bench::run_cluster},
-    {"sync", corolock::bench::run_sync},
-    {"rate", corolock::bench::run_rate},
+    {"sync", corolock::bench::run_sync},         {"rate", corolock::bench::run_rate},
 };
 
 } // namespace

@@ -7,15 +7,13 @@
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>
+#include <corolock/fair_mutex.hpp>
 #include <corolock/latch.hpp>
 #include <corolock/logger.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/multi_lock.hpp>
 #include <corolock/mutex.hpp>
 #include <corolock/rate_limiter.hpp>
-#include <corolock/fair_mutex.hpp>
-#include <corolock/semaphore.hpp>
-#include <corolock/shared_mutex.hpp>
 #include <corolock/redlock.hpp>
 #include <corolock/request.hpp>
 #include <corolock/resp3/parser.hpp>
@@ -23,6 +21,8 @@
 #include <corolock/resp3/type.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
+#include <corolock/semaphore.hpp>
+#include <corolock/shared_mutex.hpp>
 #include <corolock/version.hpp>
 #include <corolock/with_lock.hpp>
 

@@ -275,6 +275,25 @@ namespace {
 
 // The shared_mutex's scripts name their keys KEYS[W] (the writer's hash), KEYS[R] (readers) and
 // KEYS[I] (intents) so that their common start reads the same; this puts the indices in.
+// Their common start: the time, the types of the three keys, the purge of expired readers and
+// intents.
+const std::string rw_prologue = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wkind = redis.call('TYPE', KEYS[W])['ok']
+if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[W], 'owner') == 0) then
+  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
+end
+for _, k in ipairs({KEYS[R], KEYS[I]}) do
+  local kind = redis.call('TYPE', k)['ok']
+  if kind ~= 'none' and kind ~= 'zset' then
+    return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[R], 0, '(' .. now)
+redis.call('ZREMRANGEBYSCORE', KEYS[I], 0, '(' .. now)
+)lua";
+
 std::string keys_at(std::string s, int w, int r, int i) {
     auto put = [&](std::string_view from, int n) {
         const std::string to = "KEYS[" + std::to_string(n) + "]";
@@ -292,21 +311,7 @@ std::string keys_at(std::string s, int w, int r, int i) {
 const script& read_acquire_script() {
     // KEYS: N, {N}:r, {N}:w, fence; ARGV: member, lease ms. Writer preference: a live intent
     // keeps new readers out. A reader's grant carries the last write token (0: none yet).
-    static const script s(keys_at(std::string(R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local wkind = redis.call('TYPE', KEYS[W])['ok']
-if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[W], 'owner') == 0) then
-  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
-end
-for _, k in ipairs({KEYS[R], KEYS[I]}) do
-  local kind = redis.call('TYPE', k)['ok']
-  if kind ~= 'none' and kind ~= 'zset' then
-    return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
-  end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[R], 0, '(' .. now)
-redis.call('ZREMRANGEBYSCORE', KEYS[I], 0, '(' .. now)
+    static const script s(keys_at(rw_prologue + std::string(R"lua(
 local lease = tonumber(ARGV[2])
 local token = tonumber(redis.call('GET', KEYS[4])) or 0
 local function grant()
@@ -330,21 +335,7 @@ return grant()
 const script& write_acquire_script() {
     // KEYS: N, fence, {N}:r, {N}:w; ARGV: member, lease ms, lease + fence retention ms, intent
     // ms, mode ('wait' records the writer's intent when refused; 'try' leaves nothing).
-    static const script s(keys_at(std::string(R"lua(
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local wkind = redis.call('TYPE', KEYS[W])['ok']
-if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[W], 'owner') == 0) then
-  return redis.error_reply('WRONGTYPE the key at the name is not a corolock lock')
-end
-for _, k in ipairs({KEYS[R], KEYS[I]}) do
-  local kind = redis.call('TYPE', k)['ok']
-  if kind ~= 'none' and kind ~= 'zset' then
-    return redis.error_reply('WRONGTYPE a shared_mutex key holds another type')
-  end
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[R], 0, '(' .. now)
-redis.call('ZREMRANGEBYSCORE', KEYS[I], 0, '(' .. now)
+    static const script s(keys_at(rw_prologue + std::string(R"lua(
 local function refused(wait)
   if ARGV[5] == 'wait' then
     local intent = tonumber(ARGV[4])
