@@ -129,7 +129,7 @@ stage_clang() {
 
 # Installs the library (static and shared) and builds and runs small consumers of it.
 stage_consumer() {
-    JOBS=$JOBS test/consumer/run.sh
+    JOBS=$JOBS COROLOCK_STATIC_BUILD=build test/consumer/run.sh
 }
 
 tools/setup.sh

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The consumer test (tools/test.sh stage consumer): corolock used as a user would, each way
 # compiled and run against a throw-away redis-server.
-#   1. install a static Release build (Werror, with the test support library built too, so that
-#      a Release build of the tests' code is checked) and a shared Debug build to prefixes;
+#   1. install a static build and a shared Release build to prefixes: the static one is the
+#      build tree named by COROLOCK_STATIC_BUILD (tools/test.sh passes its main RelWithDebInfo
+#      build, saving a build of the library), else a static Debug build made here;
 #   2. find_package: test/consumer and test_package/ against each prefix;
 #   3. pkg-config: the consumer compiled by hand against the static prefix;
 #   4. add_subdirectory (static, no build type: the parent's cache must stay empty, and the
 #      parent's install must not install corolock);
 #   5. FetchContent from a tarball of the checkout (shared, MinSizeRel).
-# Usage: test/consumer/run.sh (JOBS, CXX and TMPDIR are honoured). Exits non-zero on a failure.
+# Usage: test/consumer/run.sh (JOBS, CXX, TMPDIR and COROLOCK_STATIC_BUILD are honoured). Exits non-zero on a failure.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -42,13 +43,20 @@ consume() {
     cmake --build "$dir" -j"$jobs" --target consumer
 }
 
-log "static Release library (and the tests' support code) -> $work/static"
-install_library static -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=ON
-cmake --build "$work/build-static" -j"$jobs" --target corolock corolock_test_common
-cmake --install "$work/build-static" >/dev/null
+if [[ -n ${COROLOCK_STATIC_BUILD:-} ]]; then
+    log "static library of $COROLOCK_STATIC_BUILD -> $work/static"
+    grep -q '^BUILD_SHARED_LIBS:BOOL=ON' "$COROLOCK_STATIC_BUILD/CMakeCache.txt" &&
+        fail "$COROLOCK_STATIC_BUILD is a shared build"
+    cmake --install "$COROLOCK_STATIC_BUILD" --prefix "$work/static" >/dev/null
+else
+    log "static Debug library -> $work/static"
+    install_library static -DCMAKE_BUILD_TYPE=Debug -DCOROLOCK_BUILD_TESTS=OFF
+    cmake --build "$work/build-static" -j"$jobs" --target corolock
+    cmake --install "$work/build-static" >/dev/null
+fi
 
-log "shared Debug library -> $work/shared"
-install_library shared -DCMAKE_BUILD_TYPE=Debug -DCOROLOCK_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=ON
+log "shared Release library -> $work/shared"
+install_library shared -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=ON
 cmake --build "$work/build-shared" -j"$jobs" --target corolock
 cmake --install "$work/build-shared" >/dev/null
 
