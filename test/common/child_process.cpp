@@ -325,4 +325,26 @@ void child_process::close_output() {
     close_fd(out_fd_);
 }
 
+start_gate::start_gate() {
+    if (::pipe(fd_) != 0)
+        throw std::system_error(errno, std::generic_category(), "pipe");
+}
+
+start_gate::~start_gate() {
+    ::close(fd_[0]);
+    ::close(fd_[1]);
+}
+
+void start_gate::open(int children) {
+    for (int i = 0; i < children; ++i)
+        if (::write(fd_[1], "g", 1) != 1)
+            throw std::system_error(errno, std::generic_category(), "write to a start gate");
+}
+
+void start_gate::wait() noexcept {
+    char c = 0;
+    if (::read(fd_[0], &c, 1) != 1)
+        ::_exit(2);
+}
+
 } // namespace corolock::test

@@ -78,6 +78,25 @@ private:
     int out_fd_ = -1;
 };
 
+// A start line for forked children: the parent forks every child before it starts any thread
+// (ThreadSanitizer cannot start threads in the child of a multi-threaded process), and each child
+// waits here until the parent opens the gate.
+class start_gate {
+public:
+    start_gate(); // throws std::system_error
+    ~start_gate();
+    start_gate(const start_gate&) = delete;
+    start_gate& operator=(const start_gate&) = delete;
+
+    // Parent: lets `children` waiting children go. Throws std::system_error.
+    void open(int children);
+    // Child: returns once the parent opened the gate; exits with status 2 if the parent is gone.
+    void wait() noexcept;
+
+private:
+    int fd_[2] = {-1, -1};
+};
+
 } // namespace corolock::test
 
 #endif // COROLOCK_TEST_COMMON_CHILD_PROCESS_HPP

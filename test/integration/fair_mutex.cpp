@@ -3,6 +3,7 @@
 // the line across processes (a snapshot of the line against the order of the grants), a try that
 // never jumps a live line, a dead head that holds the line back for at most its place, a waiter
 // that gives up leaving the line, and only the named head's process retrying on a release.
+#include "common/child_process.hpp"
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/redis_process.hpp"
@@ -36,6 +37,7 @@ using corolock::test::lease_of;
 using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::sleep_for;
+using corolock::test::start_gate;
 using corolock::test::tuple_deferred;
 using clock_type = std::chrono::steady_clock;
 // The suite is named `fair_mutex`, like the file: the class goes by another name here.
@@ -62,30 +64,10 @@ std::vector<std::string> bulks(const std::string& reply) {
     return out;
 }
 
-// Children are forked before this process starts any thread (ThreadSanitizer cannot start
-// threads in the child of a multi-threaded process); each waits at the gate until the parent
-// opens it.
-struct gate {
-    int fd[2];
-    gate() { BOOST_REQUIRE(::pipe(fd) == 0); }
-    ~gate() {
-        ::close(fd[0]);
-        ::close(fd[1]);
-    }
-    void open(int children) {
-        for (int i = 0; i < children; ++i)
-            BOOST_REQUIRE(::write(fd[1], "g", 1) == 1);
-    }
-    void wait() {
-        char c = 0;
-        if (::read(fd[0], &c, 1) != 1)
-            ::_exit(2);
-    }
-};
-
 // A waiter in a child process: takes the lock, appends its owner id to `fair:grants`, holds it
 // 1 ms, releases. Exits 0 if every one of its `n` waiters did so.
-[[noreturn]] void waiters_child(const redis_process& srv, const std::string& name, int n, gate& g) {
+[[noreturn]] void waiters_child(const redis_process& srv, const std::string& name, int n,
+                                start_gate& g) {
     g.wait();
     asio::io_context ioc;
     corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
@@ -122,7 +104,7 @@ BOOST_AUTO_TEST_SUITE(fair_mutex)
 // the line as the server kept it.
 BOOST_AUTO_TEST_CASE(grants_follow_the_line_across_processes) {
     redis_process srv;
-    gate g;
+    start_gate g;
     std::vector<pid_t> children;
     for (int p = 0; p < 4; ++p) {
         const pid_t child = ::fork();
@@ -202,7 +184,7 @@ BOOST_AUTO_TEST_CASE(a_dead_head_holds_the_line_back_at_most_its_place) {
     auto o = lease_of(10s);
     o.retry_base = 50ms;
     o.retry_max = 200ms;
-    gate g;
+    start_gate g;
     const pid_t child = ::fork();
     BOOST_REQUIRE(child >= 0);
     if (child == 0) {

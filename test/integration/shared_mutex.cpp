@@ -4,6 +4,7 @@
 // new readers out, a writer behind a stream of readers gets in), a cancelled writer's intent
 // goes at once and a dead one's expires, readers stamp what they read with the last write token,
 // and a history of readers and writers from three processes checked afterwards.
+#include "common/child_process.hpp"
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/redis_process.hpp"
@@ -45,6 +46,7 @@ using corolock::test::lease_of;
 using corolock::test::quiet;
 using corolock::test::redis_process;
 using corolock::test::sleep_for;
+using corolock::test::start_gate;
 using corolock::test::tuple_deferred;
 using clock_type = std::chrono::steady_clock;
 // The suite is named `shared_mutex`, like the file: the class goes by another name here.
@@ -67,27 +69,6 @@ std::int64_t now_ns() {
                clock_type::now().time_since_epoch())
         .count();
 }
-
-// Children are forked before this process starts any thread (ThreadSanitizer cannot start
-// threads in the child of a multi-threaded process); each waits at the gate until the parent
-// opens it.
-struct gate {
-    int fd[2];
-    gate() { BOOST_REQUIRE(::pipe(fd) == 0); }
-    ~gate() {
-        ::close(fd[0]);
-        ::close(fd[1]);
-    }
-    void open(int children) {
-        for (int i = 0; i < children; ++i)
-            BOOST_REQUIRE(::write(fd[1], "g", 1) == 1);
-    }
-    void wait() {
-        char c = 0;
-        if (::read(fd[0], &c, 1) != 1)
-            ::_exit(2);
-    }
-};
 
 } // namespace
 
@@ -262,7 +243,7 @@ BOOST_AUTO_TEST_CASE(a_dead_writers_intent_expires) {
     auto o = lease_of(10s);
     o.retry_base = 50ms;
     o.retry_max = 200ms; // intent: 1.4 s
-    gate g;
+    start_gate g;
     const pid_t child = ::fork();
     BOOST_REQUIRE(child >= 0);
     if (child == 0) {
