@@ -75,7 +75,7 @@ struct checker {
 };
 
 std::string token_text(const corolock::lease& l) {
-    return "token " + std::to_string(l.token());
+    return "token " + std::to_string(l.token().value());
 }
 
 std::string ms_text(double ms) {
