@@ -10,11 +10,16 @@ namespace corolock {
 
 std::string_view to_string(lock_backend b) noexcept {
     switch (b) {
-    case lock_backend::none: return "none";
-    case lock_backend::redis: return "redis";
-    case lock_backend::local: return "local";
-    case lock_backend::postgres: return "postgres";
-    case lock_backend::zookeeper: return "zookeeper";
+    case lock_backend::none:
+        return "none";
+    case lock_backend::redis:
+        return "redis";
+    case lock_backend::local:
+        return "local";
+    case lock_backend::postgres:
+        return "postgres";
+    case lock_backend::zookeeper:
+        return "zookeeper";
     }
     return "unknown";
 }
@@ -35,17 +40,22 @@ std::ostream& operator<<(std::ostream& os, const fencing_token& t) {
 
 std::string_view to_string(fencing_kind f) noexcept {
     switch (f) {
-    case fencing_kind::none: return "none";
-    case fencing_kind::time_based: return "time_based";
-    case fencing_kind::total_order: return "total_order";
+    case fencing_kind::none:
+        return "none";
+    case fencing_kind::time_based:
+        return "time_based";
+    case fencing_kind::total_order:
+        return "total_order";
     }
     return "unknown";
 }
 
 std::string_view to_string(lock_owner o) noexcept {
     switch (o) {
-    case lock_owner::acquisition: return "acquisition";
-    case lock_owner::session: return "session";
+    case lock_owner::acquisition:
+        return "acquisition";
+    case lock_owner::session:
+        return "session";
     }
     return "unknown";
 }

@@ -73,9 +73,9 @@ struct local_grant {
     time_point hold_until = time_point::max();
     bool lost = false;
     error_code loss;
-    bool released = false;           // given back to the lock (or lost): nothing more to do
-    bool release_requested = false;  // the lease's async_release ran while holds were alive
-    int shares = 0;                  // the lease and its nested holds
+    bool released = false;          // given back to the lock (or lost): nothing more to do
+    bool release_requested = false; // the lease's async_release ran while holds were alive
+    int shares = 0;                 // the lease and its nested holds
     std::uint64_t next_wait = 0;
     std::list<std::pair<std::uint64_t, handler_ec>> lost_waits;
 };
@@ -470,7 +470,7 @@ void local_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_ha
         return detail::post_completion(core.ex, std::move(h), ec, local_lease());
 
     auto& lock = core.locks[name_];
-    detail::local_waiter w{++core.next_id, id_,        deadline, opts_.lease, opts_.watchdog,
+    detail::local_waiter w{++core.next_id, id_,         deadline, opts_.lease, opts_.watchdog,
                            opts_.max_hold, std::move(h)};
     if (lock.holder.expired() && lock.waiters.empty()) {
         auto l = core.grant(lock, name_, w);

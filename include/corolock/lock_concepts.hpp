@@ -23,17 +23,17 @@ namespace corolock {
 /// (`void(error_code)`), `async_release` gives the grant back (`void(error_code)`; a condition
 /// `lock_lost` error means the section may have overlapped another owner).
 template <class L>
-concept unfenced_lock_lease =
-    std::movable<L> && std::default_initializable<L> && requires(L& l, const L& c) {
-        typename L::clock;
-        { c.owns() } -> std::same_as<bool>;
-        { static_cast<bool>(c) } -> std::same_as<bool>;
-        { c.valid() } -> std::same_as<bool>;
-        { c.lost() } -> std::same_as<bool>;
-        { c.valid_until() } -> std::same_as<typename L::clock::time_point>;
-        { l.async_wait_lost(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
-        { l.async_release(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
-    };
+concept unfenced_lock_lease = std::movable<L> && std::default_initializable<L> &&
+    requires(L& l, const L& c) {
+    typename L::clock;
+    { c.owns() } -> std::same_as<bool>;
+    { static_cast<bool>(c) } -> std::same_as<bool>;
+    { c.valid() } -> std::same_as<bool>;
+    { c.lost() } -> std::same_as<bool>;
+    { c.valid_until() } -> std::same_as<typename L::clock::time_point>;
+    { l.async_wait_lost(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
+    { l.async_release(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
+};
 
 /// A nested hold taken from a lease (`lease::hold`): a share of the same grant, released when
 /// the lease and every hold are gone.
@@ -57,28 +57,31 @@ concept lock_lease = unfenced_lock_lease<L> && requires(const L& c) {
 /// It names one lock, is shared by the coroutines that take it, and gives each acquisition its
 /// own `lease_type`. An empty lease from `async_try_acquire` means "held by another owner".
 template <class M>
-concept unfenced_lock_handle =
-    unfenced_lock_lease<typename M::lease_type> &&
+concept unfenced_lock_handle = unfenced_lock_lease<typename M::lease_type> &&
     std::same_as<typename M::clock, typename M::lease_type::clock> &&
     requires(M& m, const M& c, typename M::clock::duration d, typename M::clock::time_point t) {
-        { M::capabilities } -> std::convertible_to<lock_capabilities>;
-        { c.name() } -> std::convertible_to<std::string_view>;
-        { m.async_acquire(boost::asio::use_awaitable) }
-            -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
-        { m.async_acquire_for(d, boost::asio::use_awaitable) }
-            -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
-        { m.async_acquire_until(t, boost::asio::use_awaitable) }
-            -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
-        { m.async_try_acquire(boost::asio::use_awaitable) }
-            -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
-        m.cancel();
-    };
+    { M::capabilities } -> std::convertible_to<lock_capabilities>;
+    { c.name() } -> std::convertible_to<std::string_view>;
+    {
+        m.async_acquire(boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
+    {
+        m.async_acquire_for(d, boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
+    {
+        m.async_acquire_until(t, boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
+    {
+        m.async_try_acquire(boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<typename M::lease_type>>;
+    m.cancel();
+};
 
 /// A fenced lock handle: `mutex`, `local_mutex`. Its leases model `lock_lease` and its
 /// capabilities promise tokens (time-based or total order).
 template <class M>
 concept lock_handle = unfenced_lock_handle<M> && lock_lease<typename M::lease_type> &&
-                      (M::capabilities.fencing != fencing_kind::none);
+    (M::capabilities.fencing != fencing_kind::none);
 
 } // namespace corolock
 

@@ -25,8 +25,8 @@ namespace corolock::test {
 // What the workers saw. Exclusion held when max_inside is 1 and every count of trouble is 0.
 struct exclusion_report {
     int grants = 0;
-    int max_inside = 0;           // holders inside at once, at most
-    int not_valid_inside = 0;     // a lease found not valid() inside its section
+    int max_inside = 0;            // holders inside at once, at most
+    int not_valid_inside = 0;      // a lease found not valid() inside its section
     int tokens_not_increasing = 0; // a grant whose token was not above the previous grant's
     int acquire_errors = 0;
     int release_errors = 0;
@@ -36,8 +36,8 @@ struct exclusion_report {
 inline std::ostream& operator<<(std::ostream& os, const exclusion_report& r) {
     return os << "{grants " << r.grants << ", max inside " << r.max_inside << ", not valid "
               << r.not_valid_inside << ", tokens not increasing " << r.tokens_not_increasing
-              << ", acquire errors " << r.acquire_errors << ", release errors "
-              << r.release_errors << ", exceptions " << r.exceptions << "}";
+              << ", acquire errors " << r.acquire_errors << ", release errors " << r.release_errors
+              << ", exceptions " << r.exceptions << "}";
 }
 
 // Runs `workers` coroutines on each of `handles` (handles of one lock name), each acquiring

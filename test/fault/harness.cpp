@@ -529,7 +529,8 @@ asio::awaitable<int> fenced_increment(connection& res, const std::string& name,
     // A hold proves the lease it was taken from: same acquisition, same token.
     if (hold.token().value() == 0 || hold.token() != holder.token())
         throw std::logic_error("nested hold token " + std::to_string(hold.token().value()) +
-                               " differs from its lease's " + std::to_string(holder.token().value()));
+                               " differs from its lease's " +
+                               std::to_string(holder.token().value()));
     co_return co_await fenced_write(res, name, hold.token().value(), 1);
 }
 

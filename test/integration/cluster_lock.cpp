@@ -421,8 +421,8 @@ BOOST_AUTO_TEST_CASE(multi_lock_over_names_on_three_masters) {
             BOOST_TEST(!tec, tec.message());
             BOOST_TEST(!tl.owns()); // an overlapping set: nothing is held by the try
             BOOST_TEST(c.master_of(key_slot("lock:m:b")).command({"HGET", "lock:m:b", "token"}) ==
-                       "$" + std::to_string(std::to_string(ml.token("lock:m:b").value()).size()) + "\r\n" +
-                           std::to_string(ml.token("lock:m:b").value()) + "\r\n");
+                       "$" + std::to_string(std::to_string(ml.token("lock:m:b").value()).size()) +
+                           "\r\n" + std::to_string(ml.token("lock:m:b").value()) + "\r\n");
             auto [rec] = co_await ml.async_release(tuple_deferred);
             BOOST_TEST(!rec, rec.message());
             auto [wec, wl] = co_await two.async_acquire_for(5s, tuple_deferred);

@@ -474,7 +474,8 @@ BOOST_AUTO_TEST_CASE(restarted_empty_master_gets_no_grant) {
                 BOOST_TEST_REQUIRE(!ec, ec.message());
                 BOOST_TEST(co_await server_port(*c) == std::to_string(replica));
                 const auto on_new = set.node(1).command({"HGET", "lock:sentinel:t4", "token"});
-                BOOST_TEST(on_new.find(std::to_string(l.token().value())) != std::string::npos, on_new);
+                BOOST_TEST(on_new.find(std::to_string(l.token().value())) != std::string::npos,
+                           on_new);
                 // While the restarted node still calls itself a master, it has no grant.
                 if (set.node(0).command({"ROLE"}).find("master") != std::string::npos)
                     BOOST_TEST(set.node(0).command({"EXISTS", "lock:sentinel:t4"}) == ":0\r\n");

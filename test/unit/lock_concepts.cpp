@@ -38,9 +38,9 @@ static_assert(!corolock::unfenced_lock_handle<corolock::semaphore>);
 static_assert(!corolock::unfenced_lock_handle<corolock::lease>);
 static_assert(!corolock::unfenced_lock_lease<corolock::mutex>);
 
-static_assert(corolock::mutex::capabilities ==
-              lock_capabilities{lock_backend::redis, fencing_kind::time_based, false, true,
-                                lock_owner::acquisition});
+static_assert(corolock::mutex::capabilities == lock_capabilities{lock_backend::redis,
+                                                                 fencing_kind::time_based, false,
+                                                                 true, lock_owner::acquisition});
 static_assert(corolock::redlock::capabilities.fencing == fencing_kind::none);
 static_assert(corolock::redlock::capabilities.loss_detected_in_bounded_time);
 static_assert(!corolock::redlock::capabilities.grant_survives_failover);
