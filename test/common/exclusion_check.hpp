@@ -31,6 +31,13 @@ struct exclusion_report {
     int acquire_errors = 0;
     int release_errors = 0;
     int exceptions = 0;
+
+    // Every round granted, one holder at a time, tokens increasing, nothing went wrong.
+    bool exclusive(int expected_grants) const {
+        return grants == expected_grants && max_inside == 1 && not_valid_inside == 0 &&
+               tokens_not_increasing == 0 && acquire_errors == 0 && release_errors == 0 &&
+               exceptions == 0;
+    }
 };
 
 inline std::ostream& operator<<(std::ostream& os, const exclusion_report& r) {
