@@ -154,7 +154,7 @@ asio::awaitable<void> worker_main(corolock::connection& conn, int index, const k
             ok = false;
             co_return;
         }
-        ex::tell_parent("lead " + std::to_string(index) + " " + std::to_string(l.token()));
+        ex::tell_parent("lead " + std::to_string(index) + " " + std::to_string(l.token().value()));
         if (!co_await lead(conn, l, index, k, start)) {
             // Deposed: drop this lease (a release of a lost lease sends nothing; one refused
             // as stale is owner-checked, so it cannot delete the new leader's key) and wait for

@@ -75,7 +75,7 @@ struct checker {
 };
 
 std::string token_text(const corolock::lease& l) {
-    return "token " + std::to_string(l.token());
+    return "token " + std::to_string(l.token().value());
 }
 
 std::string ms_text(double ms) {
@@ -165,7 +165,7 @@ asio::awaitable<void> pause_longer_than_lease(corolock::connection& conn, const 
              "A: lost() is true, valid() is false (still owns(): not released yet)");
     c.expect(!b_ec && b.valid() && b.token() > a_token, "B acquired at " + ms_text(b_at) +
                                                             " with " + token_text(b) + " > " +
-                                                            std::to_string(a_token));
+                                                            std::to_string(a_token.value()));
     c.expect(!b_write, "B writes with " + token_text(b));
     const auto a_late = co_await fenced_write(a, data, "written by A after its pause");
     c.expect(a_late == error::lease_lost,

@@ -75,8 +75,8 @@ bool lease::lost() const noexcept {
     return s && s->lost_view.load(std::memory_order_relaxed) != 0;
 }
 
-std::uint64_t lease::token() const noexcept {
-    return share_.get() ? share_.get()->token : 0;
+fencing_token lease::token() const noexcept {
+    return {lock_backend::redis, share_.get() ? share_.get()->token : 0};
 }
 
 const std::string& lease::name() const noexcept {
@@ -97,8 +97,8 @@ bool nested_hold::valid() const noexcept {
     return share_.get() && share_.get()->valid_now();
 }
 
-std::uint64_t nested_hold::token() const noexcept {
-    return share_.get() ? share_.get()->token : 0;
+fencing_token nested_hold::token() const noexcept {
+    return {lock_backend::redis, share_.get() ? share_.get()->token : 0};
 }
 
 void lease::wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {

@@ -157,14 +157,15 @@ bool multi_lease::lost() const noexcept {
     return std::any_of(members_.begin(), members_.end(), [](const lease& l) { return l.lost(); });
 }
 
-std::uint64_t multi_lease::token(std::string_view name) const noexcept {
+fencing_token multi_lease::token(std::string_view name) const noexcept {
     auto it = std::lower_bound(members_.begin(), members_.end(), name,
                                [](const lease& l, std::string_view n) { return l.name() < n; });
-    return it != members_.end() && it->name() == name ? it->token() : 0;
+    return it != members_.end() && it->name() == name ? it->token()
+                                                      : fencing_token(lock_backend::redis, 0);
 }
 
-std::vector<std::uint64_t> multi_lease::tokens() const {
-    std::vector<std::uint64_t> out;
+std::vector<fencing_token> multi_lease::tokens() const {
+    std::vector<fencing_token> out;
     out.reserve(members_.size());
     for (const auto& l : members_)
         out.push_back(l.token());

@@ -128,7 +128,7 @@ asio::awaitable<order_result> shop::sell(item& it, const order& o) {
         co_return order_result(outcome::unknown, corolock::error::unexpected_reply);
     if (*left < 0)
         co_return outcome::sold_out;
-    co_return order_result(outcome::sold, {}, *left, lease.token());
+    co_return order_result(outcome::sold, {}, *left, lease.token().value());
 }
 
 asio::awaitable<std::optional<std::int64_t>> shop::stock(std::string_view item) {

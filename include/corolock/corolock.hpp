@@ -2,13 +2,17 @@
 #ifndef COROLOCK_COROLOCK_HPP
 #define COROLOCK_COROLOCK_HPP
 
+#include <corolock/capabilities.hpp>
 #include <corolock/claim.hpp>
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fair_mutex.hpp>
+#include <corolock/fencing_token.hpp>
 #include <corolock/latch.hpp>
+#include <corolock/local_mutex.hpp>
+#include <corolock/lock_concepts.hpp>
 #include <corolock/logger.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/multi_lock.hpp>

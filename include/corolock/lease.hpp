@@ -4,6 +4,7 @@
 
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
+#include <corolock/fencing_token.hpp>
 #include <corolock/request.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
@@ -126,9 +127,10 @@ public:
     clock::time_point valid_until() const noexcept;
     /// The watchdog reported this lease lost (why: `async_wait_lost`).
     bool lost() const noexcept;
-    /// The fencing token of this acquisition (0 when empty): larger than every earlier token of
-    /// the lock.
-    std::uint64_t token() const noexcept;
+    /// The fencing token of this acquisition, tagged `lock_backend::redis` (value 0 when empty,
+    /// and for a semaphore's permit): larger than every earlier token of the lock. Store
+    /// `token().value()`; compare tokens only with tokens of the same backend.
+    fencing_token token() const noexcept;
     /// The lock name (empty when empty).
     const std::string& name() const noexcept;
     /// 32 hex digits from a CSPRNG, unique to this acquisition (empty when empty).
@@ -258,7 +260,8 @@ public:
     explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
-    std::uint64_t token() const noexcept;
+    /// As the lease's.
+    fencing_token token() const noexcept;
     /// Ends this hold now without waiting (the destructor does the same). If it was the last
     /// share of a lease already released, the release goes out in the background and a loss it
     /// finds reaches only the log: use `async_release` to hear it.

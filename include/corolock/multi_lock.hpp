@@ -60,10 +60,11 @@ public:
     clock::time_point valid_until() const noexcept;
     /// Some member was reported lost (which one: `members()`).
     bool lost() const noexcept;
-    /// The fencing token of `name`'s member; 0 when empty or `name` is not in the set.
-    std::uint64_t token(std::string_view name) const noexcept;
+    /// The fencing token of `name`'s member (as `lease::token`); value 0 when empty or `name`
+    /// is not in the set.
+    fencing_token token(std::string_view name) const noexcept;
     /// Every member's token, in name order (as `multi_lock::names()`).
-    std::vector<std::uint64_t> tokens() const;
+    std::vector<fencing_token> tokens() const;
     /// The members, in name order, for their names, tokens, owner ids and nested holds.
     std::span<const lease> members() const noexcept { return members_; }
 

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_MUTEX_HPP
 #define COROLOCK_MUTEX_HPP
 
+#include <corolock/capabilities.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
@@ -100,6 +101,19 @@ public:
     using executor_type = boost::asio::any_io_executor;
     using clock = std::chrono::steady_clock;
     using duration = clock::duration;
+    /// What an acquisition gives.
+    using lease_type = lease;
+    /// A single Redis master (or Sentinel, or a cluster's slot master): tokens grow under a
+    /// clock assumption (doc/design.md, "Fencing tokens"); asynchronous replication can lose a
+    /// grant in a failover; a holder knows its loss by `valid_until()`; an owner per
+    /// acquisition. doc/backends.md.
+    static constexpr lock_capabilities capabilities{
+        .backend = lock_backend::redis,
+        .fencing = fencing_kind::time_based,
+        .grant_survives_failover = false,
+        .loss_detected_in_bounded_time = true,
+        .owner = lock_owner::acquisition,
+    };
 
     /// No I/O. Invalid arguments are reported by the first acquire.
     mutex(connection& conn, std::string name, mutex_options opts = {});

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_REDLOCK_HPP
 #define COROLOCK_REDLOCK_HPP
 
+#include <corolock/capabilities.hpp>
 #include <corolock/connection.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
@@ -168,6 +169,18 @@ public:
     using executor_type = boost::asio::any_io_executor;
     using clock = std::chrono::steady_clock;
     using duration = clock::duration;
+    /// What an acquisition gives.
+    using lease_type = redlock_lease;
+    /// No fencing token; a node restarted without our key can let a second owner in while the
+    /// first one's lease looks valid (no failover survival); a holder knows its loss by
+    /// `valid_until()`; an owner per acquisition. doc/redlock.md, doc/backends.md.
+    static constexpr lock_capabilities capabilities{
+        .backend = lock_backend::redis,
+        .fencing = fencing_kind::none,
+        .grant_survives_failover = false,
+        .loss_detected_in_bounded_time = true,
+        .owner = lock_owner::acquisition,
+    };
 
     /// No I/O. Throws std::invalid_argument if `nodes` is empty or holds a null pointer; any
     /// other invalid argument (an even N or N < 3, one connection twice, a bad name or option)

@@ -41,7 +41,7 @@ struct semaphore_usage {
 /// renewal by anyone but the owner changes nothing. A handle meant to be shared, like `mutex`.
 /// See doc/semaphore.md for the keys, scripts and guarantees.
 ///
-/// A semaphore's lease has no fencing token (`lease::token()` is 0): its
+/// A semaphore's lease has no fencing token (`lease::token().value()` is 0): its
 /// `lease::async_fenced_eval` runs the body only while the lease's permits are live on the
 /// server's clock, so a holder stalled past its lease is refused at the server.
 ///

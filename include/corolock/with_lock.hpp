@@ -2,7 +2,9 @@
 #ifndef COROLOCK_WITH_LOCK_HPP
 #define COROLOCK_WITH_LOCK_HPP
 
+#include <corolock/error.hpp>
 #include <corolock/lease.hpp>
+#include <corolock/lock_concepts.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -18,16 +20,18 @@
 
 namespace corolock {
 
-/// Acquires `m`, runs `body(lease&)` (a callable returning `boost::asio::awaitable<void>`), and
-/// releases on every exit path: return, exception, cancellation. If the lease is lost while the
-/// body runs, the body is cancelled through its cancellation slot and this throws
-/// `system_error(error::lease_lost)` (or `max_hold_reached`). Exceptions of the body are
-/// rethrown after the release. Coroutine-only (hence no `async_` prefix and no token): for
-/// other completion styles, use `mutex::async_acquire` and `lease::async_release`.
-template <class Body>
-boost::asio::awaitable<void> with_lock(mutex& m, Body body) {
+/// Acquires `m`, runs `body(lease&)` (a callable returning `boost::asio::awaitable<void>`, given
+/// the handle's `lease_type`), and releases on every exit path: return, exception, cancellation.
+/// If the lease is lost while the body runs, the body is cancelled through its cancellation slot
+/// and this throws `system_error(error::lease_lost)` (or `max_hold_reached`). Exceptions of the
+/// body are rethrown after the release. Works with every `unfenced_lock_handle`: `mutex`,
+/// `redlock`, `local_mutex` (lock_concepts.hpp). Coroutine-only (hence no `async_` prefix and no
+/// token): for other completion styles, use the handle's `async_acquire` and the lease's
+/// `async_release`.
+template <unfenced_lock_handle Lock, class Body>
+boost::asio::awaitable<void> with_lock(Lock& m, Body body) {
     namespace asio = boost::asio;
-    lease l = co_await m.async_acquire(asio::use_awaitable);
+    typename Lock::lease_type l = co_await m.async_acquire(asio::use_awaitable);
     auto ex = co_await asio::this_coro::executor;
     auto [order, body_error, lost_ec] =
         co_await asio::experimental::make_parallel_group(

@@ -28,8 +28,8 @@ static asio::awaitable<void> lock_once(corolock::connection& conn, corolock::mut
     auto l = co_await m.async_acquire_for(std::chrono::seconds(5));
     std::printf("corolock %d.%d.%d: held %s with fencing token %llu\n", COROLOCK_VERSION_MAJOR,
                 COROLOCK_VERSION_MINOR, COROLOCK_VERSION_PATCH, m.name().c_str(),
-                static_cast<unsigned long long>(l.token()));
-    if (l.valid() && l.token() > 0)
+                static_cast<unsigned long long>(l.token().value()));
+    if (l.valid() && l.token().value() > 0)
         rc = 0;
     co_await l.async_release();
     conn.cancel();

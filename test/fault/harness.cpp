@@ -527,10 +527,11 @@ asio::awaitable<int> fenced_increment(connection& res, const std::string& name,
     if (!hold.valid())
         co_return -1;
     // A hold proves the lease it was taken from: same acquisition, same token.
-    if (hold.token() == 0 || hold.token() != holder.token())
-        throw std::logic_error("nested hold token " + std::to_string(hold.token()) +
-                               " differs from its lease's " + std::to_string(holder.token()));
-    co_return co_await fenced_write(res, name, hold.token(), 1);
+    if (hold.token().value() == 0 || hold.token() != holder.token())
+        throw std::logic_error("nested hold token " + std::to_string(hold.token().value()) +
+                               " differs from its lease's " +
+                               std::to_string(holder.token().value()));
+    co_return co_await fenced_write(res, name, hold.token().value(), 1);
 }
 
 // ---- checkers ----------------------------------------------------------------------------
@@ -747,7 +748,7 @@ asio::awaitable<void> counter_loop(counter_context& cx, mutex& m, int coro) {
                 ++cx.unexpected;
             continue;
         }
-        s.token = l.token();
+        s.token = l.token().value();
         s.enter_ns = monotonic_ns();
         // This lease's own loss watch: it ends with operation_aborted at the release.
         auto lost_at = std::make_shared<std::int64_t>(0);

@@ -61,7 +61,7 @@ COROLOCK_FAULT_WORKER(s02_holder) {
         section s;
         s.worker = worker;
         s.lock = a["lock"];
-        s.token = l.token();
+        s.token = l.token().value();
         s.enter_ns = monotonic_ns();
         auto lost_at = std::make_shared<std::int64_t>(0);
         l.async_wait_lost([lost_at](error_code ec) {
@@ -85,8 +85,8 @@ COROLOCK_FAULT_WORKER(s02_holder) {
         std::uint64_t hold_token = 0;
         {
             const auto hold = l.hold();
-            hold_token = hold.token();
-            s.fenced = co_await fenced_write(io.res, a["resource"], hold.token(), 1);
+            hold_token = hold.token().value();
+            s.fenced = co_await fenced_write(io.res, a["resource"], hold.token().value(), 1);
         }
         const auto returned = monotonic_ns();
         const bool lost_after = l.lost();

@@ -39,7 +39,7 @@ COROLOCK_FAULT_WORKER(s03_holder) {
         const corolock::lease l = co_await m.async_acquire_for(10s, asio::use_awaitable);
         record r{"holding", {}};
         r.fields["w"] = a["worker"];
-        r.fields["token"] = std::to_string(l.token());
+        r.fields["token"] = std::to_string(l.token().value());
         r.fields["enter"] = std::to_string(monotonic_ns());
         out.write(r);
         asio::steady_timer t(io.ioc, 30s);

@@ -192,7 +192,7 @@ awaitable<void> partition_scenario(redis_process& srv, const partition& p) {
     // ...and touched nothing: both keys are still the new holder's, with their leases.
     BOOST_TEST(srv.command({"HGET", name, "owner"}) == bulk(std::string(lna.owner_id())));
     BOOST_TEST(srv.command({"HGET", released, "owner"}) == bulk(std::string(lnb.owner_id())));
-    BOOST_TEST(srv.command({"HGET", name, "token"}) == bulk(std::to_string(lna.token())));
+    BOOST_TEST(srv.command({"HGET", name, "token"}) == bulk(std::to_string(lna.token().value())));
     BOOST_TEST(srv.command({"PTTL", name}) != ":-2\r\n");
     BOOST_TEST(lna.token() > la.token());
     BOOST_TEST(lna.valid());

@@ -291,7 +291,7 @@ BOOST_AUTO_TEST_CASE(empty_name_and_empty_lease_fail_before_redis) {
     BOOST_TEST(!none.owns());
     BOOST_TEST(!none.valid());
     BOOST_TEST(!none.lost());
-    BOOST_TEST(none.token() == 0u);
+    BOOST_TEST(none.token().value() == 0u);
     BOOST_TEST((none.valid_until() == clock_type::time_point::min()));
     BOOST_TEST(none.owner_id().empty());
     BOOST_CHECK_THROW((void)none.hold(), std::logic_error);
@@ -378,7 +378,7 @@ BOOST_FIXTURE_TEST_CASE(names_with_nul_and_crlf_are_binary_safe, fixture) {
             BOOST_TEST(exists(name));
             BOOST_TEST(hget(name, "owner") == bulk(a.owner_id()));
             const auto fence = corolock::detail::derived_key(name, "fence");
-            BOOST_TEST(srv.command({"GET", fence}) == bulk(std::to_string(a.token())));
+            BOOST_TEST(srv.command({"GET", fence}) == bulk(std::to_string(a.token().value())));
             // A prefix up to the first NUL or CR must not have been touched.
             const auto cut = name.find_first_of(std::string("\0\r", 2));
             if (cut != std::string::npos && cut > 0)

@@ -103,7 +103,7 @@ COROLOCK_FAULT_WORKER(s11_holder) {
         const auto steady0 = clock_type::now();
         const auto wall0 = std::chrono::system_clock::now();
         const auto renewals0 = corolock::get_lock_stats(conn).renewals;
-        say("acquired token=%llu", static_cast<unsigned long long>(l.token()));
+        say("acquired token=%llu", static_cast<unsigned long long>(l.token().value()));
         bool lost = false;
         asio::steady_timer tick(co_await asio::this_coro::executor);
         asio::steady_timer due(co_await asio::this_coro::executor);

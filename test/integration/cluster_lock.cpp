@@ -421,8 +421,8 @@ BOOST_AUTO_TEST_CASE(multi_lock_over_names_on_three_masters) {
             BOOST_TEST(!tec, tec.message());
             BOOST_TEST(!tl.owns()); // an overlapping set: nothing is held by the try
             BOOST_TEST(c.master_of(key_slot("lock:m:b")).command({"HGET", "lock:m:b", "token"}) ==
-                       "$" + std::to_string(std::to_string(ml.token("lock:m:b")).size()) + "\r\n" +
-                           std::to_string(ml.token("lock:m:b")) + "\r\n");
+                       "$" + std::to_string(std::to_string(ml.token("lock:m:b").value()).size()) +
+                           "\r\n" + std::to_string(ml.token("lock:m:b").value()) + "\r\n");
             auto [rec] = co_await ml.async_release(tuple_deferred);
             BOOST_TEST(!rec, rec.message());
             auto [wec, wl] = co_await two.async_acquire_for(5s, tuple_deferred);
@@ -662,8 +662,8 @@ BOOST_AUTO_TEST_CASE(killed_master_with_replica_sync_loses_no_grant) {
                 // One name acquired and released again and again: its tokens only grow.
                 auto [sec, sl] = co_await seq.async_acquire_for(3s, tuple_deferred);
                 if (!sec) {
-                    tokens_grow = tokens_grow && sl.token() > last_token;
-                    last_token = sl.token();
+                    tokens_grow = tokens_grow && sl.token().value() > last_token;
+                    last_token = sl.token().value();
                     co_await sl.async_release(tuple_deferred);
                 }
                 if (killed && first_after == clock_type::time_point{})

@@ -366,7 +366,7 @@ BOOST_AUTO_TEST_CASE(shared_mutex_excludes_writers_across_a_reshard) {
                                 co_await sleep_for(std::chrono::microseconds(500 + rng() % 1500));
                             }
                             const auto to = std::min(now_ns(), ns_of(l.valid_until()));
-                            holds.push_back({from, to, write, l.token()});
+                            holds.push_back({from, to, write, l.token().value()});
                             auto [rec] = co_await l.async_release(tuple_deferred);
                             if (rec)
                                 errors.add(rec);

@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(every_acquisition_and_loss_is_counted_once) {
             for (int i = 0; i < 3; ++i) {
                 lease l = co_await free.async_acquire();
                 owners += owner_of(srv, "metrics:free") + "|";
-                first = first ? first : l.token();
+                first = first ? first : l.token().value();
                 co_await l.async_release();
             }
             BOOST_TEST(logs.count("'metrics:free': granted after") == 3u);
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(every_acquisition_and_loss_is_counted_once) {
             corolock::mutex renewed(conn, "metrics:renewed", o);
             lease l = co_await renewed.async_acquire();
             owners += owner_of(srv, "metrics:renewed") + "|";
-            renewed_token = l.token();
+            renewed_token = l.token().value();
             BOOST_TEST(co_await eventually(
                 [&] { return corolock::get_lock_stats(conn).renewals >= 2u; }, 3s));
             srv.command({"DEL", "metrics:renewed"});
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(every_acquisition_and_loss_is_counted_once) {
             corolock::mutex fixed(conn, "metrics:fixed", o);
             lease f = co_await fixed.async_acquire();
             owners += owner_of(srv, "metrics:fixed") + "|";
-            fixed_token = f.token();
+            fixed_token = f.token().value();
             srv.command({"DEL", "metrics:fixed"});
             auto [released] = co_await f.async_release(tuple_deferred);
             BOOST_TEST(released == error::lease_lost);
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(every_acquisition_and_loss_is_counted_once) {
             o.max_hold = 100ms;
             corolock::mutex bounded(conn, "metrics:bounded", o);
             lease b = co_await bounded.async_acquire();
-            bounded_token = b.token();
+            bounded_token = b.token().value();
             auto [held_too_long] = co_await b.async_wait_lost(tuple_deferred);
             BOOST_TEST(held_too_long == error::max_hold_reached);
             co_await b.async_release(tuple_deferred);
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(leases_held_at_stop_are_lost_by_connection_stopped) {
             conn.async_run(asio::detached);
             corolock::mutex m(conn, "metrics:stopped");
             lease l = co_await m.async_acquire();
-            token = l.token();
+            token = l.token().value();
             BOOST_TEST(corolock::get_lock_stats(conn).leases_held == 1u);
             conn.cancel();
             auto [ec] = co_await l.async_wait_lost(tuple_deferred);

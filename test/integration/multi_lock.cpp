@@ -158,13 +158,13 @@ BOOST_FIXTURE_TEST_CASE(acquire_holds_every_name_with_its_token_in_one_write, fi
         for (std::size_t i = 0; i < 3; ++i) {
             const auto& member = l.members()[i];
             BOOST_TEST(member.name() == sorted[i]);
-            BOOST_TEST(member.token() > 0u);
+            BOOST_TEST(member.token().value() > 0u);
             BOOST_TEST(tokens[i] == member.token());
             BOOST_TEST(l.token(sorted[i]) == member.token());
             BOOST_TEST(owner(sorted[i]) == bulk(member.owner_id()));
             BOOST_TEST((l.valid_until() <= member.valid_until()));
         }
-        BOOST_TEST(l.token("ml:zzz") == 0u);
+        BOOST_TEST(l.token("ml:zzz").value() == 0u);
         BOOST_TEST((l.valid_until() > clock_type::now() + 25s));
 
         // Held: a try through another handle (or the same) gets nothing, and takes nothing.

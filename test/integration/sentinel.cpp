@@ -272,9 +272,9 @@ BOOST_AUTO_TEST_CASE(master_killed_under_load_tokens_grow_and_no_overlap) {
             if (last_grant != clock_type::time_point{})
                 longest_gap = std::max(longest_gap, now - last_grant);
             last_grant = now;
-            if (l.token() <= st.last_token)
+            if (l.token().value() <= st.last_token)
                 ++regressions;
-            st.last_token = std::max(st.last_token, l.token());
+            st.last_token = std::max(st.last_token, l.token().value());
             auto mine = std::make_shared<bool>(false);
             for (const auto& other : st.inside)
                 if (other.lease->valid())
@@ -352,7 +352,7 @@ BOOST_AUTO_TEST_CASE(master_paused_client_follows_switch_before_resume) {
             const auto st = conn.stats();
             BOOST_TEST(st.resolves >= 2u);
             BOOST_TEST(co_await server_port(conn) == replica); // before SIGCONT
-            const auto token = l.token();
+            const auto token = l.token().value();
             const bool still_paused = clock_type::now() - t_pause < 4s;
             co_await sleep_for(4s - (clock_type::now() - t_pause));
             set.node(0).resume();
@@ -474,7 +474,8 @@ BOOST_AUTO_TEST_CASE(restarted_empty_master_gets_no_grant) {
                 BOOST_TEST_REQUIRE(!ec, ec.message());
                 BOOST_TEST(co_await server_port(*c) == std::to_string(replica));
                 const auto on_new = set.node(1).command({"HGET", "lock:sentinel:t4", "token"});
-                BOOST_TEST(on_new.find(std::to_string(l.token())) != std::string::npos, on_new);
+                BOOST_TEST(on_new.find(std::to_string(l.token().value())) != std::string::npos,
+                           on_new);
                 // While the restarted node still calls itself a master, it has no grant.
                 if (set.node(0).command({"ROLE"}).find("master") != std::string::npos)
                     BOOST_TEST(set.node(0).command({"EXISTS", "lock:sentinel:t4"}) == ":0\r\n");

@@ -83,7 +83,7 @@ BOOST_FIXTURE_TEST_CASE(readers_share_and_a_writer_excludes_everyone, fixture) {
         BOOST_TEST(r1.valid());
         BOOST_TEST(r2.valid());
         BOOST_TEST(r3.valid());
-        BOOST_TEST(r1.token() == 0u); // no write yet
+        BOOST_TEST(r1.token().value() == 0u); // no write yet
         BOOST_TEST(srv.command({"ZCARD", "{rw:basic}:r"}) == ":3\r\n");
         auto [wec, w] = co_await b.async_try_acquire(tuple_deferred);
         BOOST_TEST(!wec, wec.message());
@@ -95,7 +95,7 @@ BOOST_FIXTURE_TEST_CASE(readers_share_and_a_writer_excludes_everyone, fixture) {
         BOOST_TEST(srv.command({"EXISTS", "{rw:basic}:r"}) == ":0\r\n");
         auto w2 = co_await b.async_try_acquire();
         BOOST_TEST(w2.valid());
-        BOOST_TEST(w2.token() > 0u);
+        BOOST_TEST(w2.token().value() > 0u);
         auto [rec, r4] = co_await a.async_try_acquire_shared(tuple_deferred);
         BOOST_TEST(!rec, rec.message());
         BOOST_TEST(!r4.owns()); // the writer holds
@@ -342,7 +342,7 @@ BOOST_FIXTURE_TEST_CASE(a_writers_late_fenced_write_is_refused_under_a_reader, f
         static const corolock::fenced_script set("return redis.call('SET', KEYS[1], ARGV[1])");
         rw m(conn, "rw:late", lease_of(10s));
         auto w = co_await m.async_acquire();
-        const auto token = std::to_string(w.token());
+        const auto token = std::to_string(w.token().value());
         const std::string_view keys[] = {"rw:late:data"};
         const std::string_view args[] = {"v1"};
         corolock::generic_response resp;
@@ -502,7 +502,7 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_from_three_processes) {
                 {
                     std::lock_guard<std::mutex> g(mx);
                     lines.push_back(std::to_string(from) + " " + std::to_string(to) + " " +
-                                    (write ? "w " : "r ") + std::to_string(l.token()));
+                                    (write ? "w " : "r ") + std::to_string(l.token().value()));
                 }
                 auto [rec] = co_await l.async_release(tuple_deferred);
                 if (rec)

@@ -19,7 +19,7 @@ BOOST_FIXTURE_TEST_CASE(try_acquire_release_and_ownership, fixture) {
         BOOST_REQUIRE(a.owns());
         BOOST_TEST(a.valid());
         BOOST_TEST(!a.lost());
-        BOOST_TEST(a.token() > 0u);
+        BOOST_TEST(a.token().value() > 0u);
         BOOST_TEST(a.name() == "lock:basic");
         BOOST_TEST(a.owner_id().size() == 32u);
         BOOST_TEST(owner("lock:basic") == bulk(a.owner_id()));
@@ -29,7 +29,7 @@ BOOST_FIXTURE_TEST_CASE(try_acquire_release_and_ownership, fixture) {
         // Held by a: an empty lease, not an error; from the same handle too (it is no owner).
         lease b = co_await other.async_try_acquire();
         BOOST_TEST(!b.owns());
-        BOOST_TEST(b.token() == 0u);
+        BOOST_TEST(b.token().value() == 0u);
         lease same = co_await m.async_try_acquire();
         BOOST_TEST(!same.owns());
         auto [ec] = co_await b.async_release(tuple_deferred);
@@ -122,11 +122,11 @@ BOOST_FIXTURE_TEST_CASE(l5_timed_out_acquire_retried_gets_a_full_lease, fixture)
         auto [ec2, l2] = co_await m.async_acquire_for(5s, tuple_deferred);
         BOOST_REQUIRE(!ec2);
         BOOST_REQUIRE(l2.owns());
-        BOOST_TEST(l2.token() > 0u);
+        BOOST_TEST(l2.token().value() > 0u);
         BOOST_TEST(l2.valid());
         BOOST_TEST(owner("lock:retry") == bulk(l2.owner_id()));
         BOOST_TEST(srv.command({"HGET", "lock:retry", "token"}) ==
-                   bulk(std::to_string(l2.token())));
+                   bulk(std::to_string(l2.token().value())));
         auto [fec, v] = co_await fenced_incr_with(l2, "retry:counter");
         BOOST_TEST(!fec);
         BOOST_TEST(v == "1");

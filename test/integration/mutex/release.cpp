@@ -19,7 +19,7 @@ BOOST_FIXTURE_TEST_CASE(with_lock_releases_on_every_path, fixture) {
         // Each body yields first (see with_lock_body_that_finishes_at_once for why).
         co_await corolock::with_lock(m, [&](lease& l) -> awaitable<void> {
             co_await sleep_for(10ms);
-            seen = l.token();
+            seen = l.token().value();
             BOOST_TEST(l.valid());
             BOOST_TEST(exists("lock:scoped"));
         });

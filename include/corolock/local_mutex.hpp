@@ -1,0 +1,371 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#ifndef COROLOCK_LOCAL_MUTEX_HPP
+#define COROLOCK_LOCAL_MUTEX_HPP
+
+#include <corolock/capabilities.hpp>
+#include <corolock/detail/export.hpp>
+#include <corolock/error.hpp>
+#include <corolock/fencing_token.hpp>
+#include <corolock/lease.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <ratio>
+#include <string>
+
+// The in-process backend: the lock concept (lock_concepts.hpp) with no server, on a clock the
+// test advances. For unit tests of code that takes locks; see doc/backends.md.
+namespace corolock {
+
+namespace detail {
+struct local_core;
+struct local_grant;
+} // namespace detail
+
+/// The time of a `local_backend`: it moves only when the test calls `local_backend::advance`.
+/// It has no static `now()` (read `local_backend::now()`), and its time points are a type of
+/// their own, so they never mix with `steady_clock`'s by mistake. Time starts at the epoch.
+struct local_clock {
+    using rep = std::int64_t;
+    using period = std::nano;
+    using duration = std::chrono::nanoseconds;
+    using time_point = std::chrono::time_point<local_clock, duration>;
+    static constexpr bool is_steady = true;
+};
+
+/// Policy of the acquisitions made through one local_mutex, checked by the first acquire
+/// (`invalid_lease`, `invalid_argument`), as `mutex_options`.
+struct local_mutex_options {
+    /// Lease of each acquisition, 10 ms to 365 days. With the watchdog it is renewed every
+    /// lease/3 of clock time while held, unless renewals are paused.
+    local_clock::duration lease = std::chrono::seconds(30);
+    /// Renew the lease while held (true), or let it expire at its deadline unless
+    /// `local_lease::async_extend` is called (false).
+    bool watchdog = true;
+    /// Report the lease lost after this total hold time, up to 365 days (0: no limit).
+    local_clock::duration max_hold = local_clock::duration::zero();
+};
+
+/// The in-process stand-in for a lock server: the locks by name, their token sequences, and the
+/// clock. Every `local_mutex` of one backend with the same name is the same lock, as two
+/// `mutex`es of one name are on one Redis. Time moves only through `advance`: leases expire,
+/// watchdogs renew, `max_hold` ends and waits time out as the clock passes their instants, in
+/// time order, and their completions are posted (never run inside `advance`).
+///
+/// Thread safety: none. Use a backend, its mutexes and their leases from one thread (an
+/// io_context run by one thread, as a unit test does).
+/// Lifetime: leases and mutexes keep the backend's state alive; completions go to the token's
+/// associated executor, else the backend's.
+class COROLOCK_DECL local_backend {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using clock = local_clock;
+
+    /// Completions without an associated executor run on `ex`. The clock starts at the epoch.
+    explicit local_backend(executor_type ex);
+    ~local_backend();
+    local_backend(const local_backend&) = delete;
+    local_backend& operator=(const local_backend&) = delete;
+
+    executor_type get_executor() const noexcept;
+    /// The backend's current time.
+    clock::time_point now() const noexcept;
+    /// Moves the clock on by `d` (not negative: `std::invalid_argument`), running every
+    /// renewal, expiry, `max_hold` end and wait deadline that falls in that time, in order. A
+    /// lease lost at an instant frees its lock at that instant for the first waiter.
+    void advance(clock::duration d);
+    /// From now on the watchdogs renew nothing, as when the server is out of reach or the
+    /// holder's process is paused: leases run out at their `valid_until()`.
+    void pause_renewals();
+    /// The watchdogs renew again, at once for every lease still valid.
+    void resume_renewals();
+
+private:
+    friend class local_mutex;
+    std::shared_ptr<detail::local_core> core_;
+};
+
+class local_hold;
+
+/// Proof that one acquisition holds a local lock: what `local_mutex::async_acquire` gives. The
+/// same contract as `lease` (move-only owner, released by its destructor without waiting,
+/// nested holds, a fencing token), with its deadline on the backend's `local_clock`. Tokens of
+/// one name are 1, 2, 3, ...: a total order, tagged `lock_backend::local`.
+///
+/// Thread safety: as `local_backend`.
+/// Executors: operations complete on the token's associated executor, else the backend's; on an
+/// empty lease on the token's associated executor.
+class COROLOCK_DECL local_lease {
+public:
+    using clock = local_clock;
+
+    /// An empty lease (owns nothing): also what a try-acquire gives when the lock is held.
+    local_lease() noexcept = default;
+    local_lease(local_lease&&) noexcept = default;
+    /// Releases what this lease owned (without waiting), then takes `other`'s.
+    local_lease& operator=(local_lease&& other) noexcept;
+    ~local_lease();
+
+    /// True if this object owns an acquisition it has not released (it may have been lost).
+    bool owns() const noexcept { return grant_ != nullptr; }
+    explicit operator bool() const noexcept { return owns(); }
+    /// Owns, not lost, and the backend's clock is before `valid_until()`.
+    bool valid() const noexcept;
+    /// The end of the lease on the backend's clock, pushed on by each renewal.
+    /// `time_point::min()` when empty.
+    clock::time_point valid_until() const noexcept;
+    /// The lease was lost (why: `async_wait_lost`).
+    bool lost() const noexcept;
+    /// The fencing token (`lock_backend::local`; value 0 when empty).
+    fencing_token token() const noexcept;
+    /// The lock name (empty when empty).
+    const std::string& name() const noexcept;
+    /// A nested hold, as `lease::hold`. Requires `owns()` (else `std::logic_error`).
+    local_hold hold() const;
+
+    /// Completes when the lease is lost.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: the lease may be moved or released meanwhile.
+    /// Executor: the token's associated executor, else the backend's; never inline.
+    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
+    /// Errors: `lease_lost` (expired, or taken by `local_mutex::force_unlock`) or
+    /// `max_hold_reached`; `operation_aborted` when it is released first or the wait is
+    /// cancelled; `not_owner` for an empty lease.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait_lost(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::local_grant> g) {
+                if (!g)
+                    return detail::fail_empty(std::move(handler));
+                wait_lost_impl(std::move(g), std::move(handler));
+            },
+            token, grant_);
+    }
+
+    /// Releases the lock: the first waiter gets it at once. The lease is empty from the call on.
+    /// With nested holds still alive, the last of them releases.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: none (the lease is consumed when this is called).
+    /// Executor: the token's associated executor, else the backend's; never inline.
+    /// Cancellation: none (it completes at once).
+    /// Errors: `lease_lost` or `max_hold_reached` (it was lost before the release);
+    /// `not_owner` for an empty lease.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_release(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::local_grant> g) {
+                if (!g)
+                    return detail::fail_empty(std::move(handler));
+                release_impl(std::move(g), std::move(handler));
+            },
+            token, std::move(grant_));
+    }
+
+    /// Renews the lease now for another `local_mutex_options::lease`, as `lease::async_extend`.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: the lease may be moved meanwhile.
+    /// Executor: the token's associated executor, else the backend's; never inline.
+    /// Cancellation: none (it completes at once).
+    /// Errors: `lease_lost` or `max_hold_reached` (already lost: never brought back);
+    /// `not_owner` for an empty lease.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_extend(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::local_grant> g) {
+                if (!g)
+                    return detail::fail_empty(std::move(handler));
+                extend_impl(std::move(g), std::move(handler));
+            },
+            token, grant_);
+    }
+
+private:
+    friend struct detail::local_core;
+    friend class local_hold;
+    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
+    explicit local_lease(std::shared_ptr<detail::local_grant> g) noexcept : grant_(std::move(g)) {}
+    static void wait_lost_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
+    static void release_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
+    static void hold_release_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
+    static void extend_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
+
+    // Non-null: this object is one share of the grant.
+    std::shared_ptr<detail::local_grant> grant_;
+};
+
+/// A nested hold on a local lease (see `local_lease::hold`), as `nested_hold`.
+class COROLOCK_DECL local_hold {
+public:
+    local_hold() noexcept = default;
+    local_hold(local_hold&&) noexcept = default;
+    /// Ends this hold, then takes `other`'s.
+    local_hold& operator=(local_hold&& other) noexcept;
+    ~local_hold();
+
+    bool owns() const noexcept { return grant_ != nullptr; }
+    explicit operator bool() const noexcept { return owns(); }
+    /// As the lease's.
+    bool valid() const noexcept;
+    /// As the lease's.
+    fencing_token token() const noexcept;
+    /// Ends this hold now; as the last share of a released lease it releases the lock.
+    void reset() noexcept;
+
+    /// Ends this hold. As the last share of a lease whose `async_release` was already called,
+    /// it releases the lock and completes with the outcome; otherwise it completes at once.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: none (the hold is consumed when this is called).
+    /// Executor: the token's associated executor, else the backend's; never inline.
+    /// Cancellation: none (it completes at once).
+    /// Errors: `lease_lost` or `max_hold_reached` (the lease was lost before the release);
+    /// `not_owner` for an empty hold.
+    /// Thread safety: as `local_lease`.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_release(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::local_grant> g) {
+                if (!g)
+                    return detail::fail_empty(std::move(handler));
+                local_lease::hold_release_impl(std::move(g), std::move(handler));
+            },
+            token, std::move(grant_));
+    }
+
+private:
+    friend class local_lease;
+    explicit local_hold(std::shared_ptr<detail::local_grant> g) noexcept : grant_(std::move(g)) {}
+    std::shared_ptr<detail::local_grant> grant_;
+};
+
+/// A lock on one name of a `local_backend`: the in-process model of the lock concept
+/// (`lock_handle`, lock_concepts.hpp), for unit tests of code that takes locks, with no server.
+/// Shared like `mutex`; every acquisition returns its own `local_lease`. Waiters are served in
+/// arrival order.
+///
+/// Thread safety: as `local_backend`.
+/// Lifetime: destroying the mutex cancels its pending acquires (`operation_aborted`); leases
+/// live on.
+class COROLOCK_DECL local_mutex {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using clock = local_clock;
+    using duration = clock::duration;
+    /// What an acquisition gives.
+    using lease_type = local_lease;
+    /// Tokens from a sequence per name (total order); nothing to fail over (the lock lives and
+    /// dies with the process that holds it); a holder knows its loss by `valid_until()`; an
+    /// owner per acquisition.
+    static constexpr lock_capabilities capabilities{
+        .backend = lock_backend::local,
+        .fencing = fencing_kind::total_order,
+        .grant_survives_failover = true,
+        .loss_detected_in_bounded_time = true,
+        .owner = lock_owner::acquisition,
+    };
+
+    /// No work. Invalid arguments are reported by the first acquire.
+    local_mutex(local_backend& backend, std::string name, local_mutex_options opts = {});
+    ~local_mutex();
+    local_mutex(const local_mutex&) = delete;
+    local_mutex& operator=(const local_mutex&) = delete;
+
+    executor_type get_executor() const noexcept;
+    const std::string& name() const noexcept;
+    const local_mutex_options& options() const noexcept;
+
+    /// Waits until the lock is ours.
+    ///
+    /// Completion signature: `void(error_code, local_lease)`.
+    /// Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
+    /// Executor: the token's associated executor, else the backend's; never inline.
+    /// Cancellation: terminal, partial, total: completes with `operation_aborted`, nothing held.
+    /// Errors: `invalid_name` (empty), `invalid_lease`, `invalid_argument` (`max_hold`).
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire(CompletionToken&& token = {}) {
+        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, but gives up once the backend's clock reaches now + `wait`.
+    ///
+    /// Completion signature: `void(error_code, local_lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `invalid_wait` (negative) and `acquire_timeout`.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
+        return initiate(deadline_in(wait), false, std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, but gives up once the backend's clock reaches `deadline` (a deadline
+    /// already reached still gets a free lock).
+    ///
+    /// Completion signature: `void(error_code, local_lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire, plus `acquire_timeout`.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
+        return initiate(deadline, false, std::forward<CompletionToken>(token));
+    }
+
+    /// One attempt: an empty lease with no error when the lock is held or has waiters.
+    ///
+    /// Completion signature: `void(error_code, local_lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire (it completes at once).
+    /// Errors: as async_acquire.
+    /// Thread safety: as the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_try_acquire(CompletionToken&& token = {}) {
+        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
+    }
+
+    /// Cancels every pending acquire of this mutex (`operation_aborted`). Leases are untouched.
+    void cancel();
+    /// Takes the lock from its holder, as `mutex::async_force_unlock` (an administrator, or a
+    /// test that wants a lease lost now): the holder's lease is lost with `lease_lost` and the
+    /// first waiter gets the lock. Returns whether the lock was held.
+    bool force_unlock();
+
+private:
+    using acquire_handler = boost::asio::any_completion_handler<void(error_code, local_lease)>;
+
+    template <class CompletionToken>
+    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, local_lease)>(
+            [](auto handler, local_mutex* self, clock::time_point deadline, bool once) {
+                self->acquire_impl(deadline, once, std::move(handler));
+            },
+            token, this, deadline, once);
+    }
+    clock::time_point deadline_in(duration wait) const noexcept;
+    void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
+
+    std::shared_ptr<detail::local_core> core_;
+    std::string name_;
+    local_mutex_options opts_;
+    std::uint64_t id_;
+};
+
+} // namespace corolock
+
+#endif
