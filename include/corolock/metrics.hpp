@@ -47,7 +47,9 @@ COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lease_loss l);
 /// bucket whose upper bound it does not exceed. The bounds are log-spaced (1, 2.5, 5 per decade)
 /// from 100 µs to 30 s; the last bucket holds what exceeds 30 s.
 struct COROLOCK_DECL duration_histogram {
+    /// The unit of samples and bounds.
     using duration = std::chrono::nanoseconds;
+    /// Number of finite bounds; there is one bucket more.
     static constexpr std::size_t bound_count = 17;
     /// Upper bounds (inclusive) of the first `bound_count` buckets.
     static constexpr std::array<duration, bound_count> bounds = {
@@ -96,9 +98,11 @@ struct lock_stats {
     /// Round trip of each watchdog renew script that got an answer.
     duration_histogram renewal_rtt;
 
+    /// `acquires` for the outcome `o`.
     std::uint64_t acquired(acquire_outcome o) const noexcept {
         return acquires[static_cast<std::size_t>(o)];
     }
+    /// `lost` for the reason `l`.
     std::uint64_t lost_by(lease_loss l) const noexcept { return lost[static_cast<std::size_t>(l)]; }
 };
 

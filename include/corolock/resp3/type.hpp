@@ -59,19 +59,28 @@ COROLOCK_DECL std::ostream& operator<<(std::ostream& os, type t);
 /// A verbatim string's value keeps its three-byte format and colon (`txt:hello`): callers that
 /// want the text skip four bytes, callers that forward the value lose nothing.
 struct node_view {
+    /// The RESP3 type.
     type data_type = type::null;
+    /// An aggregate's declared element count (pairs for a map); 1 otherwise.
     std::size_t aggregate_size = 0;
+    /// Nesting depth: 0 for the top-level value.
     std::size_t depth = 0;
+    /// The value's bytes (empty for an aggregate).
     std::string_view value;
 };
 
 /// A node that owns its value.
 struct node {
+    /// The RESP3 type.
     type data_type = type::null;
+    /// An aggregate's declared element count (pairs for a map); 1 otherwise.
     std::size_t aggregate_size = 0;
+    /// Nesting depth: 0 for the top-level value.
     std::size_t depth = 0;
+    /// The value's bytes (empty for an aggregate).
     std::string value;
 
+    /// Compares every field.
     friend bool operator==(const node&, const node&) = default;
 };
 
