@@ -27,7 +27,7 @@ shift
 if (($# > 0)); then
     pages=("$@")
 else
-    pages=(README.md)
+    pages=(README.md CHANGELOG.md)
     while IFS= read -r p; do pages+=("$p"); done < <(find doc -name '*.md' | sort)
 fi
 

@@ -38,9 +38,9 @@ std::string read(const fs::path& p) {
 
 const fs::path root = fs::path(COROLOCK_DOC_DIR).parent_path();
 
-// Every page a reader sees: README.md and doc/**/*.md.
+// Every page a reader sees: README.md, CHANGELOG.md and doc/**/*.md.
 std::vector<fs::path> pages() {
-    std::vector<fs::path> out{root / "README.md"};
+    std::vector<fs::path> out{root / "README.md", root / "CHANGELOG.md"};
     for (const auto& e : fs::recursive_directory_iterator(root / "doc"))
         if (e.is_regular_file() && e.path().extension() == ".md")
             out.push_back(e.path());
@@ -412,22 +412,22 @@ BOOST_AUTO_TEST_CASE(stated_defaults_are_the_code_s) {
                     const auto fields = code_spans(c[0]);
                     const auto values = split(c.size() > 1 ? c[1] : "", ", ");
                     BOOST_TEST(fields.size() == values.size(),
-                               rel(page) << ':' << j + 1 << ": as many defaults as fields");
+                               rel(page) << ":" << j + 1 << ": as many defaults as fields");
                     for (std::size_t k = 0; k < fields.size() && k < values.size(); ++k) {
                         rows.insert(fields[k]);
                         const auto it = reg.find(s + "." + fields[k]);
                         if (it == reg.end()) {
-                            BOOST_ERROR(rel(page) << ':' << j + 1 << ": " << s << "." << fields[k]
+                            BOOST_ERROR(rel(page) << ":" << j + 1 << ": " << s << "." << fields[k]
                                                   << " is not in doc_claims.cpp's registry");
                             continue;
                         }
                         BOOST_TEST(values[k] == it->second,
-                                   rel(page) << ':' << j + 1 << ": " << s << "." << fields[k]);
+                                   rel(page) << ":" << j + 1 << ": " << s << "." << fields[k]);
                     }
                 }
                 for (const auto& f : struct_fields(s))
                     BOOST_TEST(rows.count(f) == 1u,
-                               rel(page) << ':' << i + 1 << ": no row for " << s << "::" << f);
+                               rel(page) << ":" << i + 1 << ": no row for " << s << "::" << f);
             }
             for (std::sregex_iterator it(ls[i].begin(), ls[i].end(), inline_marker), end; it != end;
                  ++it) {
@@ -435,13 +435,13 @@ BOOST_AUTO_TEST_CASE(stated_defaults_are_the_code_s) {
                 const std::string key = (*it)[1];
                 const auto r = reg.find(key);
                 if (r == reg.end()) {
-                    BOOST_ERROR(rel(page) << ':' << i + 1 << ": " << key
+                    BOOST_ERROR(rel(page) << ":" << i + 1 << ": " << key
                                           << " is not in doc_claims.cpp's registry");
                     continue;
                 }
                 const auto before = ls[i].substr(0, static_cast<std::size_t>(it->position()));
                 BOOST_TEST(before.ends_with(r->second),
-                           rel(page) << ':' << i + 1 << ": " << key << " is " << r->second);
+                           rel(page) << ":" << i + 1 << ": " << key << " is " << r->second);
             }
         }
     }
@@ -465,7 +465,7 @@ BOOST_AUTO_TEST_CASE(every_stated_default_is_marked) {
                 ls[i].find("<!-- = ") != std::string::npos)
                 continue;
             BOOST_TEST(!std::regex_search(ls[i], figure),
-                       rel(page) << ':' << i + 1
+                       rel(page) << ":" << i + 1
                                  << ": a default with a figure and no `<!-- = key -->` marker: "
                                  << ls[i]);
         }
