@@ -76,13 +76,23 @@ matches() {
 
 # A `<...>` placeholder matches anything; the rest of the line is literal.
 glob() {
-    local line=$1 out=
-    while [[ $line =~ ^([^<]*)\<[^\>]*\>(.*)$ ]]; do
-        out+=$(printf '%q' "${BASH_REMATCH[1]}")'*'
+    local line=$1 out='' re='^([^<]*)<[^>]*>(.*)$'
+    while [[ $line =~ $re ]]; do
+        out+=$(literal "${BASH_REMATCH[1]}")'*'
         line=${BASH_REMATCH[2]}
     done
-    [[ -n $line ]] && out+=$(printf '%q' "$line")
+    out+=$(literal "$line")
     printf '%s' "$out"
+}
+
+# The text with the pattern characters escaped.
+literal() {
+    local s=$1
+    s=${s//\\/\\\\}
+    s=${s//\*/\\*}
+    s=${s//\?/\\?}
+    s=${s//\[/\\[}
+    printf '%s' "$s"
 }
 
 # run_block PAGE LINE FIXTURE BLOCK_LINES...
@@ -90,7 +100,7 @@ run_block() {
     local page=$1 at=$2 fixture=$3
     shift 3
     local -a lines=("$@") expected=() actual=()
-    local cmd= l
+    local cmd='' l
     reset_server
     read -r -a fx <<<"$fixture"
     case ${fx[0]} in
@@ -109,8 +119,9 @@ run_block() {
     esac
     run_command() {
         [[ -n $cmd ]] || return 0
+        local out
         actual=()
-        while IFS= read -r l; do actual+=("$l"); done < <(eval "$cmd" 2>&1)
+        while IFS= read -r out; do actual+=("$out"); done < <(eval "$cmd" 2>&1)
         if ! matches actual expected; then
             fail "$page:$at: \$ $cmd"$'\n'"  expected:"$'\n'"$(printf '    %s\n' "${expected[@]}")"$'\n'"  got:"$'\n'"$(printf '    %s\n' "${actual[@]}")"
         fi
