@@ -1,7 +1,9 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The claims the docs make about the code, checked against the code (doc/doc_checks.md says how
 // to mark them). Every page under doc/ and README.md is read, so a page added later is covered.
+#include "core/latch_scripts.hpp"
 #include "core/lock_policy.hpp"
+#include "core/lock_scripts.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/error.hpp>
@@ -470,6 +472,40 @@ BOOST_AUTO_TEST_CASE(every_stated_default_is_marked) {
                                  << ls[i]);
         }
     }
+}
+
+// doc/keys.md's derived names and name rules are the code's (key naming in src/core/); the keys
+// a held mutex really leaves in Redis are checked by doc_commands against a server.
+BOOST_AUTO_TEST_CASE(key_patterns_are_the_code_s) {
+    using corolock::detail::derived_key;
+    using corolock::detail::lockable_name;
+    const auto keys = read(root / "doc/keys.md");
+    std::size_t derived = 0;
+    const std::regex untagged(R"(`\{N\}:([a-z]+)`)");
+    for (std::sregex_iterator it(keys.begin(), keys.end(), untagged), end; it != end; ++it) {
+        ++derived;
+        BOOST_TEST(derived_key("N", (*it)[1].str()) == "{N}:" + (*it)[1].str());
+    }
+    BOOST_TEST(derived >= 10u);
+    // "if N contains a hash tag ..., the derived names are `N:fence` and `N:released`"
+    BOOST_TEST(keys.find("the derived names are `N:fence`") != std::string::npos);
+    BOOST_TEST(derived_key("order:{42}", "fence") == "order:{42}:fence");
+    BOOST_TEST(derived_key("order:{42}", "released") == "order:{42}:released");
+    // The names refused, as the page lists them.
+    BOOST_TEST(!lockable_name(""));
+    BOOST_TEST(!lockable_name("a}b"));
+    BOOST_TEST(!lockable_name("{t}:fence"));
+    BOOST_TEST(!lockable_name("{t}:released"));
+    BOOST_TEST(lockable_name("lock:report"));
+    for (const auto suffix : corolock::detail::reserved_suffixes)
+        BOOST_TEST(keys.find("`" + std::string(suffix) + "`") != std::string::npos,
+                   "doc/keys.md names the reserved suffix " << suffix);
+    // The latch's table: `N`, `{N}:d`, `{N}:released`; a tagged name ending in `:d` is refused.
+    const auto latch = corolock::detail::make_latch_keys("N");
+    BOOST_TEST(latch.done == "{N}:d");
+    BOOST_TEST(latch.channel == "{N}:released");
+    BOOST_TEST(!corolock::detail::latch_name("{t}:d"));
+    BOOST_TEST(keys.find("may not end in `:d`") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
