@@ -27,6 +27,7 @@ struct COROLOCK_DECL logger {
     void log(level l, std::string_view msg) const;
 };
 
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, logger::level l);
 
 } // namespace corolock

@@ -25,6 +25,7 @@ enum class acquire_outcome {
     error,          ///< any other error
     server_timeout, ///< server_timeout: the deadline passed with no attempt answered
 };
+/// Number of `acquire_outcome` values.
 inline constexpr std::size_t acquire_outcome_count = 6;
 
 /// Why a held lease was lost (one count per lost lease).
@@ -36,11 +37,16 @@ enum class lease_loss {
     replicas_not_synced, ///< a renewal's WAIT saw too few replicas
     connection_stopped,  ///< the connection was stopped while it was held
 };
+/// Number of `lease_loss` values.
 inline constexpr std::size_t lease_loss_count = 6;
 
+/// The value's name, as the metrics label it.
 COROLOCK_DECL std::string_view to_string(acquire_outcome o) noexcept;
+/// The value's name, as the metrics label it.
 COROLOCK_DECL std::string_view to_string(lease_loss l) noexcept;
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, acquire_outcome o);
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lease_loss l);
 
 /// A fixed-bucket histogram of durations, as Prometheus counts them: a sample goes in the first

@@ -51,6 +51,7 @@ constexpr bool is_error(type t) noexcept {
 /// The wire byte of a type ('+', '-', ...).
 COROLOCK_DECL char to_code(type t) noexcept;
 
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, type t);
 
 /// One value of a reply, in pre-order. For aggregates `value` is empty and `aggregate_size` is the
@@ -84,6 +85,7 @@ struct node {
     friend bool operator==(const node&, const node&) = default;
 };
 
+/// Prints the node's type, size, depth and value, for test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, const node& n);
 
 } // namespace corolock::resp3
