@@ -10,6 +10,7 @@
 #include <corolock/latch.hpp>
 #include <corolock/local_mutex.hpp>
 #include <corolock/logger.hpp>
+#include <corolock/metrics.hpp>
 #include <corolock/mutex.hpp>
 #include <corolock/redlock.hpp>
 
@@ -243,6 +244,10 @@ std::map<std::string, std::string> registry() {
     r["limits.min_lease"] = fmt(corolock::detail::min_lease);
     r["limits.max_option_duration"] = fmt(corolock::detail::max_option_duration);
     r["limits.max_renew_batch"] = count(corolock::detail::max_renew_batch);
+
+    // The buckets of the metrics' histograms.
+    r["histogram.first_bound"] = fmt(corolock::duration_histogram::bounds.front());
+    r["histogram.last_bound"] = fmt(corolock::duration_histogram::bounds.back());
 
     r["logger.lvl"] = "`warning`";
     BOOST_TEST_REQUIRE((corolock::logger{}.lvl == corolock::logger::level::warning));
