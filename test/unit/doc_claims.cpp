@@ -428,8 +428,9 @@ BOOST_AUTO_TEST_CASE(stated_defaults_are_the_code_s) {
                                                   << " is not in doc_claims.cpp's registry");
                             continue;
                         }
-                        BOOST_TEST(values[k] == it->second,
-                                   rel(page) << ":" << j + 1 << ": " << s << "." << fields[k]);
+                        BOOST_TEST(values[k] == it->second, rel(page) << ":" << j + 1 << ": " << s
+                                                                      << "." << fields[k] << " is "
+                                                                      << it->second);
                     }
                 }
                 for (const auto& f : struct_fields(s))
