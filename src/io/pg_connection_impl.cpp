@@ -234,6 +234,20 @@ asio::awaitable<error_code> pg_connection_impl::connect_once() {
     }
     connect_timer_.cancel();
     reassign_socket();
+    // The server's notices (`relation ... already exists, skipping`) go to the logger, not
+    // to stderr as libpq would print them.
+    PQsetNoticeProcessor(
+        conn_,
+        [](void* arg, const char* message) {
+            const auto& log = static_cast<pg_connection_impl*>(arg)->log_;
+            if (log.enabled(logger::level::debug)) {
+                std::string m = message;
+                while (!m.empty() && m.back() == '\n')
+                    m.pop_back();
+                log.log(logger::level::debug, "postgres: server notice: " + m);
+            }
+        },
+        this);
     if (PQsetnonblocking(conn_, 1) != 0 || PQenterPipelineMode(conn_) != 1) {
         if (log_.enabled(logger::level::warning))
             log_.log(logger::level::warning,

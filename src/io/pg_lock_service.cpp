@@ -418,18 +418,20 @@ void pg_lock_service::fenced(std::shared_ptr<pg_lease_state> s, std::vector<pg_q
                              pg_result& out, pg_lease_state::handler_type h) {
     if (s->lost.load() || clock::now() >= s->watch.valid_until)
         return post_to(std::move(h), conn_->get_executor(), error_code(error::lease_lost));
+    // The check and the statement up to one sync point: one implicit transaction, which the
+    // sync commits, or rolls back when either failed. (An explicit BEGIN would outlive a
+    // failure: its COMMIT is skipped in an aborted pipeline and the session stays in the
+    // aborted transaction.) The check's share lock on the row lasts until then.
     std::vector<pg_query> all;
-    all.push_back(pg_query{"BEGIN", {}});
     all.push_back(pg_query{std::string(pg_sql::fence),
                            {s->name, std::string(view(s->owner)), std::to_string(s->token)}});
     for (auto& q : qs)
         all.push_back(std::move(q));
-    all.push_back(pg_query{"COMMIT", {}});
     conn_->submit(make_statement(
         std::move(all), [self = shared_from_this(), &out, h = std::move(h)](
                             error_code ec, pg_statement& st) mutable {
-            if (ec != asio::error::operation_aborted && st.results.size() > 2)
-                out = std::move(st.results[ec == error::stale_token ? 1 : 2]);
+            if (ec != asio::error::operation_aborted && st.results.size() > 1)
+                out = std::move(st.results[ec == error::stale_token ? 0 : 1]);
             post_to(std::move(h), self->conn_->get_executor(), ec);
         }));
 }
