@@ -1,8 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include <corolock/pg_connection.hpp>
-
 #include "io/deliver.hpp"
 #include "io/pg_connection_impl.hpp"
+#include <corolock/pg_connection.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>

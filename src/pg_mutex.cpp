@@ -1,9 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include <corolock/pg_mutex.hpp>
-
 #include "core/pg_lock_sql.hpp"
 #include "io/deliver.hpp"
 #include "io/pg_lock_service.hpp"
+#include <corolock/pg_mutex.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -173,8 +172,7 @@ void pg_mutex::install_impl(asio::any_completion_handler<void(error_code)> h) {
     std::vector<detail::pg_query> qs;
     qs.push_back(detail::pg_query{std::string(detail::pg_sql::install), {}});
     auto st = detail::make_statement(
-        std::move(qs), [svc, h = std::move(h)](error_code ec,
-                                                   detail::pg_statement& s) mutable {
+        std::move(qs), [svc, h = std::move(h)](error_code ec, detail::pg_statement& s) mutable {
             const auto& log = svc->conn().log();
             if (ec && !s.results.empty() && log.enabled(logger::level::error))
                 log.log(logger::level::error,

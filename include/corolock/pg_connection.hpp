@@ -61,9 +61,7 @@ public:
     const std::string& sqlstate() const noexcept { return sqlstate_; }
     const std::string& error_message() const noexcept { return error_message_; }
     /// Empties the result (a query stores into it from scratch anyway).
-    void clear() noexcept {
-        *this = pg_result();
-    }
+    void clear() noexcept { *this = pg_result(); }
 
 private:
     friend struct detail::pg_access;
@@ -202,9 +200,8 @@ public:
                      CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, pg_connection* self, std::string_view sql,
-               std::span<const pg_param> params, pg_result* out) {
-                self->query_impl(sql, params, *out, std::move(handler));
-            },
+               std::span<const pg_param> params,
+               pg_result* out) { self->query_impl(sql, params, *out, std::move(handler)); },
             token, this, sql, params, &out);
     }
     template <class CompletionToken = boost::asio::deferred_t>

@@ -125,8 +125,8 @@ public:
     /// (rolled back; SQLSTATE and message in `out`); connection errors (outcome unknown).
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
-    auto async_fenced_query(std::string_view sql, std::span<const pg_param> params,
-                            pg_result& out, CompletionToken&& token = {}) {
+    auto async_fenced_query(std::string_view sql, std::span<const pg_param> params, pg_result& out,
+                            CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::pg_lease_state> s, std::string_view sql,
                std::span<const pg_param> params, pg_result* out) {
@@ -138,8 +138,7 @@ public:
 private:
     friend struct detail::pg_lease_access;
     using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
-    explicit pg_lease(std::shared_ptr<detail::pg_lease_state> s) noexcept
-        : state_(std::move(s)) {}
+    explicit pg_lease(std::shared_ptr<detail::pg_lease_state> s) noexcept : state_(std::move(s)) {}
     void reset() noexcept;
     static void wait_lost_impl(std::shared_ptr<detail::pg_lease_state> s, handler_ec h);
     static void release_impl(std::shared_ptr<detail::pg_lease_state> s, handler_ec h);

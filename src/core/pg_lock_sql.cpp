@@ -107,8 +107,8 @@ constexpr steady_clock::duration max_duration = std::chrono::hours(24 * 365);
 } // namespace
 
 error_code check_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > max_name_bytes ||
-        name.find('\0') != std::string_view::npos || !valid_utf8(name))
+    if (name.empty() || name.size() > max_name_bytes || name.find('\0') != std::string_view::npos ||
+        !valid_utf8(name))
         return error::invalid_name;
     return {};
 }
@@ -155,8 +155,7 @@ std::optional<std::int64_t> parse_int(std::string_view text) noexcept {
 }
 
 error_code decode_acquire(std::size_t rows, std::optional<std::string_view> token,
-                          std::optional<std::string_view> remaining,
-                          acquire_reply& out) noexcept {
+                          std::optional<std::string_view> remaining, acquire_reply& out) noexcept {
     out = {};
     if (rows == 0)
         return {}; // held by an owner whose grant committed while this statement ran

@@ -58,8 +58,8 @@ std::optional<std::int64_t> parse_int(std::string_view text) noexcept;
 // The decoded row of `acquire`.
 struct acquire_reply {
     bool granted = false;
-    std::uint64_t token = 0;       // when granted
-    std::int64_t holder_ms = -1;   // when refused: the holder's remaining lease (-1: unknown)
+    std::uint64_t token = 0;     // when granted
+    std::int64_t holder_ms = -1; // when refused: the holder's remaining lease (-1: unknown)
 };
 // From the reply's rows: `rows` is 0 or 1, `token` and `remaining` the row's two values (null:
 // nullopt). unexpected_reply when the row makes no sense.

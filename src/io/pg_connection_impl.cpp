@@ -5,16 +5,15 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <libpq-fe.h>
-
 #include <charconv>
+#include <libpq-fe.h>
 #include <string_view>
 
 namespace corolock::detail {
@@ -111,8 +110,8 @@ void pg_connection_impl::stop() {
 void pg_connection_impl::finish_all() {
     stopped_ = true;
     expiry_timer_.cancel();
-    const error_code queued_ec =
-        user_stopped_ ? error_code(asio::error::operation_aborted) : error_code(error::not_connected);
+    const error_code queued_ec = user_stopped_ ? error_code(asio::error::operation_aborted)
+                                               : error_code(error::not_connected);
     for (auto& st : queue_.take_all())
         finish(st, st->done ? error_code() : queued_ec);
     for (auto& [channel, list] : listeners_) {
@@ -170,8 +169,7 @@ asio::awaitable<void> pg_connection_impl::run_loop() {
     if (run_handler_) {
         auto h = std::move(*run_handler_);
         run_handler_.reset();
-        const error_code result =
-            user_stopped_ ? error_code(asio::error::operation_aborted) : last;
+        const error_code result = user_stopped_ ? error_code(asio::error::operation_aborted) : last;
         deliver(std::move(h), ex_, result);
     }
 }
@@ -326,8 +324,8 @@ void pg_connection_impl::close_connection(error_code why) {
         PQfinish(conn_);
     conn_ = nullptr;
     // Sent statements: their outcome is unknown; they are never sent again.
-    const error_code lost =
-        user_stopped_ ? error_code(asio::error::operation_aborted) : error_code(error::connection_lost);
+    const error_code lost = user_stopped_ ? error_code(asio::error::operation_aborted)
+                                          : error_code(error::connection_lost);
     for (auto& st : queue_.on_disconnect())
         finish(st, lost);
     if (was_connected && log_.enabled(logger::level::warning) && !user_stopped_)
@@ -440,8 +438,8 @@ void pg_connection_impl::read_results() {
 void pg_connection_impl::store(::pg_result* r, pg_statement& st) {
     // The next query of the statement without a result yet takes this one.
     std::size_t i = 0;
-    while (i < st.results.size() && (!st.results[i].command_status().empty() ||
-                                     !st.results[i].error_message().empty()))
+    while (i < st.results.size() &&
+           (!st.results[i].command_status().empty() || !st.results[i].error_message().empty()))
         ++i;
     if (i == st.results.size())
         return; // more results than queries (none expected): ignored
@@ -571,14 +569,14 @@ void pg_connection_impl::listen_statement(const std::string& channel, bool liste
     pg_query q{std::string(listen ? "LISTEN " : "UNLISTEN ") + quote_identifier(channel), {}};
     std::vector<pg_query> qs;
     qs.push_back(std::move(q));
-    auto st = make_statement(std::move(qs), [this, channel, listen](error_code ec,
-                                                                  pg_statement& s) {
-        if (ec && ec != asio::error::operation_aborted && log_.enabled(logger::level::warning))
-            log_.log(logger::level::warning,
-                     std::string("postgres: ") + (listen ? "LISTEN " : "UNLISTEN ") + channel +
-                         " failed: " + ec.message() +
-                         (s.results.empty() ? "" : " " + s.results[0].error_message()));
-    });
+    auto st =
+        make_statement(std::move(qs), [this, channel, listen](error_code ec, pg_statement& s) {
+            if (ec && ec != asio::error::operation_aborted && log_.enabled(logger::level::warning))
+                log_.log(logger::level::warning,
+                         std::string("postgres: ") + (listen ? "LISTEN " : "UNLISTEN ") + channel +
+                             " failed: " + ec.message() +
+                             (s.results.empty() ? "" : " " + s.results[0].error_message()));
+        });
     if (front) {
         st->results.assign(1, pg_result());
         st->id = queue_.push(st, clock::now(), true);
@@ -623,8 +621,8 @@ void pg_connection_impl::remove_listener(pg_listener_state* l) {
     }
 }
 
-void pg_connection_impl::receive(const std::shared_ptr<pg_listener_state>& l,
-                                 pg_notification& out, pg_listener_state::handler_type h) {
+void pg_connection_impl::receive(const std::shared_ptr<pg_listener_state>& l, pg_notification& out,
+                                 pg_listener_state::handler_type h) {
     if (!l->buffer.empty()) {
         out = std::move(l->buffer.front());
         l->buffer.pop_front();
@@ -637,8 +635,8 @@ void pg_connection_impl::receive(const std::shared_ptr<pg_listener_state>& l,
         return;
     }
     if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected()) {
-        slot.assign([w = std::weak_ptr<pg_listener_state>(l), self = weak_from_this()](
-                        asio::cancellation_type_t) {
+        slot.assign([w = std::weak_ptr<pg_listener_state>(l),
+                     self = weak_from_this()](asio::cancellation_type_t) {
             auto impl = self.lock();
             if (!impl)
                 return;

@@ -5,10 +5,9 @@
 #ifndef COROLOCK_SRC_IO_PG_CONNECTION_IMPL_HPP
 #define COROLOCK_SRC_IO_PG_CONNECTION_IMPL_HPP
 
-#include <corolock/pg_connection.hpp>
-
 #include "core/backoff.hpp"
 #include "core/pg_statement_queue.hpp"
+#include <corolock/pg_connection.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

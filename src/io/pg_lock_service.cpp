@@ -78,8 +78,7 @@ pg_lock_service::pg_lock_service(std::shared_ptr<pg_connection_impl> conn)
 
 pg_lock_service::~pg_lock_service() {
     if (listener_)
-        asio::post(conn_->strand(),
-                   [c = conn_, l = listener_] { c->remove_listener(l.get()); });
+        asio::post(conn_->strand(), [c = conn_, l = listener_] { c->remove_listener(l.get()); });
 }
 
 void pg_lock_service::ensure_listening() {
@@ -174,10 +173,9 @@ asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_o
         op->woken = false;
         const auto sent = clock::now();
         op->in_flight = true;
-        auto [ec, results] = co_await async_statement(
-            *conn_,
-            acquire_query(c.name, op->owner, lease_ms),
-            asio::as_tuple(asio::use_awaitable));
+        auto [ec, results] =
+            co_await async_statement(*conn_, acquire_query(c.name, op->owner, lease_ms),
+                                     asio::as_tuple(asio::use_awaitable));
         op->in_flight = false;
         pg_sql::acquire_reply reply;
         if (!ec) {
@@ -234,7 +232,8 @@ asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_o
             continue; // released while the attempt was on its way
         auto pause = wait.next(rng_);
         if (reply.holder_ms >= 0)
-            pause = std::min<clock::duration>(pause, std::chrono::milliseconds(reply.holder_ms) + 1ms);
+            pause =
+                std::min<clock::duration>(pause, std::chrono::milliseconds(reply.holder_ms) + 1ms);
         op->timer.expires_at(op->deadline - now > pause ? now + pause : op->deadline);
         co_await op->timer.async_wait(asio::as_tuple(asio::use_awaitable));
         if (!op->handler)
@@ -328,7 +327,7 @@ void pg_lock_service::renew(std::vector<lease_watch*> due) {
     conn_->submit(make_statement(
         one_query(pg_sql::renew, {pg_sql::text_array(names), pg_sql::text_array(owners), ms}),
         [self = shared_from_this(), states = std::move(states), sent](error_code ec,
-                                                                       pg_statement& s) {
+                                                                      pg_statement& s) {
             const auto now = clock::now();
             std::unordered_set<std::string_view> renewed;
             if (!ec)
@@ -341,8 +340,8 @@ void pg_lock_service::renew(std::vector<lease_watch*> due) {
                     self->table_.on_renew_failed(st->watch, now);
                     continue;
                 }
-                const auto loss =
-                    self->table_.on_renewed(st->watch, sent, now, renewed.count(view(st->owner)) > 0);
+                const auto loss = self->table_.on_renewed(st->watch, sent, now,
+                                                          renewed.count(view(st->owner)) > 0);
                 if (loss) {
                     self->held_.erase(&st->watch);
                     self->report_lost(*st, loss);
@@ -366,16 +365,16 @@ void pg_lock_service::release(std::shared_ptr<pg_lease_state> s, pg_lease_state:
     unhold(*s);
     for (auto& [key, w] : s->lost_waiters.take_all())
         post_to(std::move(w), conn_->get_executor(), error_code(asio::error::operation_aborted));
-    conn_->submit(make_statement(
-        one_query(pg_sql::release, {s->name, std::string(view(s->owner))}),
-        [self = shared_from_this(), s, lost, h = std::move(h)](error_code ec,
-                                                               pg_statement& st) mutable {
-            if (!ec)
-                ec = lost ? lost
-                          : (st.results.front().rows() == 1 ? error_code()
-                                                            : error_code(error::lease_lost));
-            post_to(std::move(h), self->conn_->get_executor(), ec);
-        }));
+    conn_->submit(make_statement(one_query(pg_sql::release, {s->name, std::string(view(s->owner))}),
+                                 [self = shared_from_this(), s, lost,
+                                  h = std::move(h)](error_code ec, pg_statement& st) mutable {
+                                     if (!ec)
+                                         ec = lost ? lost
+                                                   : (st.results.front().rows() == 1
+                                                          ? error_code()
+                                                          : error_code(error::lease_lost));
+                                     post_to(std::move(h), self->conn_->get_executor(), ec);
+                                 }));
 }
 
 void pg_lock_service::abandon(std::shared_ptr<pg_lease_state> s) {
@@ -396,20 +395,20 @@ void pg_lock_service::wait_lost(std::shared_ptr<pg_lease_state> s, pg_lease_stat
                        error_code(asio::error::operation_aborted));
     const auto key = ++s->next_key;
     if (auto slot = asio::get_associated_cancellation_slot(h); slot.is_connected()) {
-        slot.assign([w = std::weak_ptr<pg_lease_state>(s), c = conn_, key](
-                        asio::cancellation_type_t) {
-            asio::post(c->strand(), [w, c, key] {
-                auto s = w.lock();
-                if (!s)
-                    return;
-                if (auto h = s->lost_waiters.take(key)) {
-                    auto slot = asio::get_associated_cancellation_slot(*h);
-                    slot.clear();
-                    post_to(std::move(*h), c->get_executor(),
-                            error_code(asio::error::operation_aborted));
-                }
+        slot.assign(
+            [w = std::weak_ptr<pg_lease_state>(s), c = conn_, key](asio::cancellation_type_t) {
+                asio::post(c->strand(), [w, c, key] {
+                    auto s = w.lock();
+                    if (!s)
+                        return;
+                    if (auto h = s->lost_waiters.take(key)) {
+                        auto slot = asio::get_associated_cancellation_slot(*h);
+                        slot.clear();
+                        post_to(std::move(*h), c->get_executor(),
+                                error_code(asio::error::operation_aborted));
+                    }
+                });
             });
-        });
     }
     s->lost_waiters.add(key, std::move(h));
 }
@@ -427,9 +426,9 @@ void pg_lock_service::fenced(std::shared_ptr<pg_lease_state> s, std::vector<pg_q
                            {s->name, std::string(view(s->owner)), std::to_string(s->token)}});
     for (auto& q : qs)
         all.push_back(std::move(q));
-    conn_->submit(make_statement(
-        std::move(all), [self = shared_from_this(), &out, h = std::move(h)](
-                            error_code ec, pg_statement& st) mutable {
+    conn_->submit(
+        make_statement(std::move(all), [self = shared_from_this(), &out,
+                                        h = std::move(h)](error_code ec, pg_statement& st) mutable {
             if (ec != asio::error::operation_aborted && st.results.size() > 1)
                 out = std::move(st.results[ec == error::stale_token ? 0 : 1]);
             post_to(std::move(h), self->conn_->get_executor(), ec);

@@ -6,12 +6,11 @@
 #ifndef COROLOCK_SRC_IO_PG_LOCK_SERVICE_HPP
 #define COROLOCK_SRC_IO_PG_LOCK_SERVICE_HPP
 
-#include <corolock/pg_mutex.hpp>
-
 #include "core/handler_list.hpp"
 #include "core/lease_table.hpp"
 #include "io/owner_id.hpp"
 #include "io/pg_connection_impl.hpp"
+#include <corolock/pg_mutex.hpp>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -70,7 +69,7 @@ struct pg_acquire_op {
     boost::asio::steady_timer timer;
     clock::time_point deadline = clock::time_point::max();
     bool once = false;
-    owner_id owner{}; // of the current attempt; a new one after an unknown outcome
+    owner_id owner{};       // of the current attempt; a new one after an unknown outcome
     bool in_flight = false; // an attempt is on the connection
     bool woken = false;     // a release notification came while it waited or was in flight
     std::list<std::weak_ptr<pg_acquire_op>>::iterator pending_at; // valid while `listed`

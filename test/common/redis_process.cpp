@@ -68,7 +68,6 @@ sockaddr_in loopback(std::uint16_t port) {
     return addr;
 }
 
-
 // Waits for events on fd until deadline; throws on timeout.
 void wait_for(int fd, short events, clock_type::time_point deadline, const char* what) {
     for (;;) {

@@ -42,20 +42,37 @@ consume() {
     cmake --build "$dir" -j"$jobs" --target consumer
 }
 
+# with_postgres NAME: the optional corolock::postgres target when that build has it (libpq found).
+with_postgres() {
+    if grep -q '^COROLOCK_WITH_POSTGRES:BOOL=ON' "$work/build-$1/CMakeCache.txt"; then
+        echo corolock_postgres
+    fi
+}
+
 log "static Release library (and the tests' support code) -> $work/static"
 install_library static -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=ON
-cmake --build "$work/build-static" -j"$jobs" --target corolock corolock_test_common
+# shellcheck disable=SC2046 # an optional target name, or nothing
+cmake --build "$work/build-static" -j"$jobs" --target corolock corolock_test_common $(with_postgres static)
 cmake --install "$work/build-static" >/dev/null
 
 log "shared Debug library -> $work/shared"
 install_library shared -DCMAKE_BUILD_TYPE=Debug -DCOROLOCK_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=ON
-cmake --build "$work/build-shared" -j"$jobs" --target corolock
+# shellcheck disable=SC2046 # an optional target name, or nothing
+cmake --build "$work/build-shared" -j"$jobs" --target corolock $(with_postgres shared)
 cmake --install "$work/build-shared" >/dev/null
 
 # What the prefixes hold.
 for name in static shared; do
     for f in include/corolock/version.hpp include/corolock/detail/export.hpp \
         lib/cmake/corolock/corolock-config.cmake lib/pkgconfig/corolock.pc share/doc/corolock/LICENSE; do
+        [[ -f $work/$name/$f ]] || fail "$name install has no $f"
+    done
+done
+# corolock::postgres, when built: its export set (loaded by the config file) and pkg-config file.
+for name in static shared; do
+    [[ -n $(with_postgres "$name") ]] || continue
+    for f in lib/cmake/corolock/corolock-postgres-targets.cmake lib/pkgconfig/corolock-postgres.pc \
+        include/corolock/pg_mutex.hpp; do
         [[ -f $work/$name/$f ]] || fail "$name install has no $f"
     done
 done

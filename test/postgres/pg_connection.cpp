@@ -1,9 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "pg_test.hpp"
-
 #include "common/coro_test.hpp"
 #include "common/test_config.hpp"
-
+#include "pg_test.hpp"
 #include <corolock/pg_connection.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -59,8 +57,8 @@ BOOST_FIXTURE_TEST_CASE(many_coroutines_pipeline_on_one_connection, fixture) {
                     const auto arg = std::to_string(i);
                     std::array<pg_param, 1> p{arg};
                     pg_result r;
-                    auto [ec] = co_await conn.async_query("SELECT $1::int * 2", p, r,
-                                                          tuple_deferred);
+                    auto [ec] =
+                        co_await conn.async_query("SELECT $1::int * 2", p, r, tuple_deferred);
                     if (!ec && r.rows() == 1 && r.value(0, 0) == std::to_string(2 * i))
                         ++ok;
                     ++done;
@@ -105,8 +103,7 @@ BOOST_FIXTURE_TEST_CASE(a_server_error_is_its_own, fixture) {
         pg_result r;
         auto [e5] = co_await conn.async_query(std::string("SELECT 1\0", 9), r, tuple_deferred);
         BOOST_TEST(e5 == error::invalid_argument);
-        auto [e6] = co_await conn.async_query("INSERT INTO nowhere VALUES (1)", r,
-                                              tuple_deferred);
+        auto [e6] = co_await conn.async_query("INSERT INTO nowhere VALUES (1)", r, tuple_deferred);
         BOOST_TEST(e6 == error::server_error);
         BOOST_TEST(r.sqlstate() == "42P01");
         conn.cancel();
@@ -131,7 +128,8 @@ BOOST_FIXTURE_TEST_CASE(notifications_reach_listeners, fixture) {
         BOOST_TEST(n.payload == "from psql");
         // A receive can be cancelled and loses nothing.
         asio::cancellation_signal sig;
-        auto waiting = l.async_receive(n, asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
+        auto waiting = l.async_receive(
+            n, asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
         asio::steady_timer t(ioc, 20ms);
         t.async_wait([&](error_code) { sig.emit(asio::cancellation_type::terminal); });
         auto [e3] = co_await std::move(waiting);
@@ -215,27 +213,30 @@ BOOST_FIXTURE_TEST_CASE(cancellation, fixture) {
     corolock::pg_connection conn(ioc.get_executor(), cfg, quiet());
     conn.async_run(asio::detached);
     fixture::conn.cancel();
-    run([&]() -> awaitable<void> {
-        pg_result r;
-        co_await conn.async_query("CREATE TABLE marks (v int)", r);
-        asio::cancellation_signal sig;
-        auto op = conn.async_query("SELECT pg_sleep(2)", r,
-                                   asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
-        asio::steady_timer t(ioc, 100ms);
-        t.async_wait([&](error_code) { sig.emit(asio::cancellation_type::terminal); });
-        const auto start = std::chrono::steady_clock::now();
-        auto [e1] = co_await std::move(op);
-        BOOST_TEST(e1 == asio::error::operation_aborted);
-        BOOST_TEST((std::chrono::steady_clock::now() - start < 2s));
-        // The sleep still runs on the server: the insert below waits for it, then runs.
-        BOOST_TEST(r.rows() == 0u); // the cancelled statement's result was not stored
-        pg_result ins;
-        auto [e2] = co_await conn.async_query("INSERT INTO marks VALUES (1)", ins,
-                                              tuple_deferred);
-        BOOST_TEST(!e2);
-        BOOST_TEST(ins.affected_rows() == 1u);
-        conn.cancel();
-    }(), 40s);
+    run(
+        [&]() -> awaitable<void> {
+            pg_result r;
+            co_await conn.async_query("CREATE TABLE marks (v int)", r);
+            asio::cancellation_signal sig;
+            auto op = conn.async_query(
+                "SELECT pg_sleep(2)", r,
+                asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
+            asio::steady_timer t(ioc, 100ms);
+            t.async_wait([&](error_code) { sig.emit(asio::cancellation_type::terminal); });
+            const auto start = std::chrono::steady_clock::now();
+            auto [e1] = co_await std::move(op);
+            BOOST_TEST(e1 == asio::error::operation_aborted);
+            BOOST_TEST((std::chrono::steady_clock::now() - start < 2s));
+            // The sleep still runs on the server: the insert below waits for it, then runs.
+            BOOST_TEST(r.rows() == 0u); // the cancelled statement's result was not stored
+            pg_result ins;
+            auto [e2] =
+                co_await conn.async_query("INSERT INTO marks VALUES (1)", ins, tuple_deferred);
+            BOOST_TEST(!e2);
+            BOOST_TEST(ins.affected_rows() == 1u);
+            conn.cancel();
+        }(),
+        40s);
 }
 
 // Without a server, a statement waits max_wait_for_connection, then fails with not_connected;

@@ -17,7 +17,7 @@ BOOST_AUTO_TEST_SUITE(pg_lock_sql)
 
 BOOST_AUTO_TEST_CASE(names) {
     BOOST_TEST(!sql::check_name("orders:42"));
-    BOOST_TEST(!sql::check_name("z\xc3\xa9ro"));     // é
+    BOOST_TEST(!sql::check_name("z\xc3\xa9ro"));      // é
     BOOST_TEST(!sql::check_name("\xf0\x9f\x94\x92")); // a 4-byte sequence
     BOOST_TEST(sql::check_name("") == error::invalid_name);
     BOOST_TEST(sql::check_name(std::string("a\0b", 3)) == error::invalid_name);

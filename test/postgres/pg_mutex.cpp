@@ -1,9 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "pg_test.hpp"
-
 #include "common/coro_test.hpp"
 #include "common/test_config.hpp"
-
+#include "pg_test.hpp"
 #include <corolock/pg_mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -170,10 +168,6 @@ BOOST_AUTO_TEST_CASE(exclusion_across_processes_with_increasing_tokens) {
     pg_process srv;
     gate g;
     std::vector<pid_t> children;
-    {
-        asio::io_context ioc;
-        install(srv, ioc);
-    }
     const auto cfg = pg_config_for(srv);
     for (int p = 0; p < 2; ++p) {
         const pid_t child = ::fork();
@@ -185,6 +179,11 @@ BOOST_AUTO_TEST_CASE(exclusion_across_processes_with_increasing_tokens) {
         }
         children.push_back(child);
     }
+    {
+        // Only now: a coroutine test starts a (watchdog) thread.
+        asio::io_context ioc;
+        install(srv, ioc);
+    }
     g.open(2);
     asio::io_context ioc;
     const auto start = clock_type::now();
@@ -194,11 +193,10 @@ BOOST_AUTO_TEST_CASE(exclusion_across_processes_with_increasing_tokens) {
         BOOST_REQUIRE(::waitpid(c, &status, 0) == c);
         BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
     }
-    BOOST_TEST_MESSAGE("120 critical sections in 3 processes: "
-                       << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() -
-                                                                                start)
-                              .count()
-                       << " ms");
+    BOOST_TEST_MESSAGE(
+        "120 critical sections in 3 processes: "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start).count()
+        << " ms");
     check_history(srv, 120);
     BOOST_TEST(srv.sql("SELECT count(*) FROM corolock_locks") == "0");
 }
@@ -293,8 +291,7 @@ BOOST_FIXTURE_TEST_CASE(a_fenced_write_needs_the_current_token, fixture) {
         std::array<pg_param, 1> ok{token};
         pg_result r;
         auto [e1] = co_await l.async_fenced_query(
-            "INSERT INTO hist (token) VALUES ($1::bigint) RETURNING token", ok, r,
-            tuple_deferred);
+            "INSERT INTO hist (token) VALUES ($1::bigint) RETURNING token", ok, r, tuple_deferred);
         BOOST_TEST(!e1, e1.message() << ": " << r.error_message());
         BOOST_REQUIRE(r.rows() == 1u);
         BOOST_TEST(r.value(0, 0) == *ok[0]);
@@ -312,8 +309,8 @@ BOOST_FIXTURE_TEST_CASE(a_fenced_write_needs_the_current_token, fixture) {
         pg_mutex_options o = lease_of(10s);
         mutex m2(conn, "fenced2", o);
         auto l2 = co_await m2.async_acquire();
-        auto [e3] = co_await l2.async_fenced_query("INSERT INTO nowhere VALUES (1)", {}, r,
-                                                   tuple_deferred);
+        auto [e3] =
+            co_await l2.async_fenced_query("INSERT INTO nowhere VALUES (1)", {}, r, tuple_deferred);
         BOOST_TEST(e3 == error::server_error);
         BOOST_TEST(r.sqlstate() == "42P01");
         co_await l2.async_release();

@@ -4,7 +4,6 @@
 #define COROLOCK_TEST_POSTGRES_PG_TEST_HPP
 
 #include "common/pg_process.hpp"
-
 #include <corolock/pg_connection.hpp>
 
 #include <chrono>
