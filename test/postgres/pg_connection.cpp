@@ -144,26 +144,14 @@ BOOST_FIXTURE_TEST_CASE(a_killed_server_fails_in_flight_statements_and_reconnect
     run([&]() -> awaitable<void> {
         pg_result r;
         co_await conn.async_query("SELECT 1", r);
-        bool failed = false;
-        error_code ec;
-        auto start = std::chrono::steady_clock::now();
-        std::chrono::steady_clock::duration took{};
-        asio::co_spawn(
-            ioc,
-            [&]() -> awaitable<void> {
-                pg_result slow;
-                auto [e] = co_await conn.async_query("SELECT pg_sleep(30)", slow, tuple_deferred);
-                ec = e;
-                took = std::chrono::steady_clock::now() - start;
-                failed = true;
-            },
-            asio::detached);
+        corolock::test::background_query slow;
+        slow.start(ioc, conn, "SELECT pg_sleep(30)");
         co_await sleep_for(200ms);
-        start = std::chrono::steady_clock::now();
+        const auto start = std::chrono::steady_clock::now();
         srv.kill();
-        BOOST_TEST(co_await eventually([&] { return failed; }, 5s));
-        BOOST_TEST(ec == error::connection_lost, ec.message());
-        BOOST_TEST((took < 1s));
+        BOOST_TEST(co_await eventually([&] { return slow.done; }, 5s));
+        BOOST_TEST(slow.ec == error::connection_lost, slow.ec.message());
+        BOOST_TEST((slow.ended - start < 1s));
         co_await corolock::test::off_loop([&] { srv.start(); });
         auto [e2] = co_await conn.async_query("SELECT 2", r, tuple_deferred);
         BOOST_TEST(!e2, e2.message());
@@ -179,23 +167,14 @@ BOOST_FIXTURE_TEST_CASE(a_terminated_backend_fails_in_flight_statements, fixture
     run([&]() -> awaitable<void> {
         pg_result pid;
         co_await conn.async_query("SELECT pg_backend_pid()", pid);
-        error_code ec;
-        bool failed = false;
-        asio::co_spawn(
-            ioc,
-            [&]() -> awaitable<void> {
-                pg_result slow;
-                auto [e] = co_await conn.async_query("SELECT pg_sleep(30)", slow, tuple_deferred);
-                ec = e;
-                failed = true;
-            },
-            asio::detached);
+        corolock::test::background_query slow;
+        slow.start(ioc, conn, "SELECT pg_sleep(30)");
         co_await sleep_for(100ms);
         const std::string victim(pid.value(0, 0));
         co_await corolock::test::off_loop(
             [&] { srv.sql("SELECT pg_terminate_backend(" + victim + ")"); });
-        BOOST_TEST(co_await eventually([&] { return failed; }, 3s));
-        BOOST_TEST(ec == error::connection_lost, ec.message());
+        BOOST_TEST(co_await eventually([&] { return slow.done; }, 3s));
+        BOOST_TEST(slow.ec == error::connection_lost, slow.ec.message());
         pg_result again;
         auto [e2] = co_await conn.async_query("SELECT pg_backend_pid()", again, tuple_deferred);
         BOOST_TEST(!e2);

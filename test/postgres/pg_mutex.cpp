@@ -1,5 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/coro_test.hpp"
+#include "common/fork_gate.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
 #include <corolock/pg_mutex.hpp>
@@ -108,27 +109,6 @@ void check_history(const pg_process& srv, int expected) {
                "a later token entered first");
 }
 
-// Children are forked before this process starts any thread (ThreadSanitizer cannot start
-// threads in the child of a multi-threaded process); each waits at the gate until the parent
-// opens it.
-struct gate {
-    int fd[2];
-    gate() { BOOST_REQUIRE(::pipe(fd) == 0); }
-    ~gate() {
-        ::close(fd[0]);
-        ::close(fd[1]);
-    }
-    void open(int children) {
-        for (int i = 0; i < children; ++i)
-            BOOST_REQUIRE(::write(fd[1], "g", 1) == 1);
-    }
-    void wait() {
-        char c = 0;
-        if (::read(fd[0], &c, 1) != 1)
-            ::_exit(2);
-    }
-};
-
 // `coroutines` coroutines on one connection take the lock `rounds` times each and run the
 // critical section; true if every one succeeded.
 bool hammer(asio::io_context& ioc, const corolock::pg_config& cfg, int coroutines, int rounds) {
@@ -166,7 +146,7 @@ BOOST_AUTO_TEST_SUITE(pg_mutex)
 // sections overlap and tokens grow in the order of entry (checked by the server over all).
 BOOST_AUTO_TEST_CASE(exclusion_across_processes_with_increasing_tokens) {
     pg_process srv;
-    gate g;
+    corolock::test::fork_gate g;
     std::vector<pid_t> children;
     const auto cfg = pg_config_for(srv);
     for (int p = 0; p < 2; ++p) {
@@ -184,7 +164,7 @@ BOOST_AUTO_TEST_CASE(exclusion_across_processes_with_increasing_tokens) {
         asio::io_context ioc;
         install(srv, ioc);
     }
-    g.open(2);
+    BOOST_REQUIRE(g.open(2));
     asio::io_context ioc;
     const auto start = clock_type::now();
     BOOST_TEST(hammer(ioc, cfg, 4, 10));
@@ -376,22 +356,13 @@ BOOST_FIXTURE_TEST_CASE(a_terminated_backend_leaves_no_two_holders, fixture) {
         auto held = co_await ma.async_acquire();
         pg_result pid;
         co_await a.async_query("SELECT pg_backend_pid()", pid);
-        bool failed = false;
-        error_code slow_ec;
-        asio::co_spawn(
-            ioc,
-            [&]() -> awaitable<void> {
-                pg_result r;
-                auto [e] = co_await a.async_query("SELECT pg_sleep(0.2)", r, tuple_deferred);
-                slow_ec = e;
-                failed = true;
-            },
-            asio::detached);
+        corolock::test::background_query slow;
+        slow.start(ioc, a, "SELECT pg_sleep(0.2)");
         co_await sleep_for(50ms);
         const std::string victim(pid.value(0, 0));
         co_await off_loop([&] { srv.sql("SELECT pg_terminate_backend(" + victim + ")"); });
-        BOOST_TEST(co_await eventually([&] { return failed; }, 3s));
-        BOOST_TEST(slow_ec == error::connection_lost);
+        BOOST_TEST(co_await eventually([&] { return slow.done; }, 3s));
+        BOOST_TEST(slow.ec == error::connection_lost);
         bool other_got_it = false;
         for (int i = 0; i < 20; ++i) {
             auto [e, l] = co_await mb.async_try_acquire(tuple_deferred);
