@@ -160,8 +160,6 @@ child_process::child_process(const std::vector<std::string>& argv_in,
         throw_errno(err, "fork");
     }
     if (child == 0) {
-        if (options.new_process_group)
-            ::setpgid(0, 0);
         if (options.gid != static_cast<gid_t>(-1) &&
             (::setgroups(0, nullptr) != 0 || ::setgid(options.gid) != 0))
             ::_exit(126);

@@ -21,9 +21,6 @@ struct child_options {
     // switch, which would clear it.
     uid_t uid = static_cast<uid_t>(-1);
     gid_t gid = static_cast<gid_t>(-1);
-    // The child leads a process group of its own, so that it and everything it forks (a
-    // PostgreSQL server's backends) can be killed together with kill(-pid, ...).
-    bool new_process_group = false;
 };
 
 // One child process of the kit: servers, programs run to completion, the fault suite's and the

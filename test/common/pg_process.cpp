@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -45,18 +46,82 @@ bool postmaster_ready(const std::string& data_dir) {
     return line.rfind("ready", 0) == 0;
 }
 
+// The postmaster's children (its backends and helpers), from /proc. They cannot be reached as a
+// process group: each calls setsid().
+std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+        const auto name = e.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        const auto stat = slurp(e.path().string() + "/stat");
+        const auto close = stat.rfind(')'); // the command may hold spaces and parentheses
+        if (close == std::string::npos)
+            continue;
+        char state = 0;
+        int ppid = 0;
+        if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+            out.push_back(static_cast<pid_t>(std::stoi(name)));
+    }
+    return out;
+}
+
 } // namespace
 
-pg_process::pg_process(pg_options options) : options_(std::move(options)) {
+namespace {
+
+// A fresh private directory the server's user owns.
+std::string owned_temp_dir(const char* prefix, uid_t uid, gid_t gid) {
     const char* base = std::getenv("TMPDIR");
     // The server's user must reach the directory: under root a private TMPDIR may not let it.
     std::string pattern = (::geteuid() == 0 || base == nullptr || *base == '\0')
                               ? std::string("/tmp")
                               : std::string(base);
-    pattern += "/corolock-pg-XXXXXX";
+    pattern += prefix;
+    pattern += "XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
         throw std::system_error(errno, std::generic_category(), "mkdtemp");
-    dir_ = pattern;
+    if (uid != static_cast<uid_t>(-1) && ::chown(pattern.c_str(), uid, gid) != 0)
+        throw std::system_error(errno, std::generic_category(), "chown " + pattern);
+    return pattern;
+}
+
+// initdb takes about a second: the process's first cluster is made by it, into a template
+// that the process removes at exit; every cluster is a copy of it (cp -a keeps owner and modes).
+std::string template_dir;
+
+void remove_template() {
+    if (!template_dir.empty() && std::getenv("COROLOCK_KEEP_PG_DIR") == nullptr) {
+        std::error_code ec;
+        std::filesystem::remove_all(template_dir, ec);
+    }
+}
+
+void make_data_dir(const std::string& data, uid_t uid, gid_t gid) {
+    if (template_dir.empty()) {
+        const auto dir = owned_temp_dir("/corolock-pg-template-", uid, gid);
+        child_options opts;
+        opts.uid = uid;
+        opts.gid = gid;
+        opts.output_file = dir + "/initdb.log";
+        child_process initdb({bin_dir() + "/initdb", "-D", dir + "/data", "-U", "postgres", "-A",
+                              "trust", "-E", "UTF8", "--locale=C", "--no-sync",
+                              "--no-instructions"},
+                             opts);
+        if (initdb.wait(60s) != 0)
+            throw std::runtime_error("initdb failed:\n" + slurp(dir + "/initdb.log"));
+        template_dir = dir;
+        std::atexit(remove_template);
+    }
+    auto r = run_program({"cp", "-a", template_dir + "/data", data}, 60s);
+    if (r.exit_code != 0)
+        throw std::runtime_error("copying the template cluster failed:\n" + r.output);
+}
+
+} // namespace
+
+pg_process::pg_process(pg_options options) : options_(std::move(options)) {
     if (::geteuid() == 0) {
         const passwd* pw = ::getpwnam("nobody");
         if (pw == nullptr)
@@ -64,18 +129,9 @@ pg_process::pg_process(pg_options options) : options_(std::move(options)) {
                                      "PostgreSQL as");
         uid_ = pw->pw_uid;
         gid_ = pw->pw_gid;
-        if (::chown(dir_.c_str(), uid_, gid_) != 0)
-            throw std::system_error(errno, std::generic_category(), "chown " + dir_);
     }
-    child_options initdb_opts;
-    initdb_opts.uid = uid_;
-    initdb_opts.gid = gid_;
-    initdb_opts.output_file = dir_ + "/initdb.log";
-    child_process initdb({bin_dir() + "/initdb", "-D", dir_ + "/data", "-U", "postgres", "-A",
-                          "trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"},
-                         initdb_opts);
-    if (initdb.wait(60s) != 0)
-        throw std::runtime_error("initdb failed:\n" + slurp(dir_ + "/initdb.log"));
+    dir_ = owned_temp_dir("/corolock-pg-", uid_, gid_);
+    make_data_dir(dir_ + "/data", uid_, gid_);
     start();
 }
 
@@ -149,7 +205,6 @@ bool pg_process::try_start(std::uint16_t port) {
     child_options opts;
     opts.uid = uid_;
     opts.gid = gid_;
-    opts.new_process_group = true;
     opts.output_file = dir_ + "/postgres.log";
     child_ = child_process(args, opts);
     const auto deadline = clock_type::now() + ready_timeout;
@@ -171,26 +226,36 @@ void pg_process::stop() {
         return;
     resume();
     const pid_t pid = child_.pid();
+    const auto children = children_of(pid);
     ::kill(pid, SIGINT);
     if (child_.wait(stop_grace) != 0)
-        ::kill(-pid, SIGKILL); // its backends, if the postmaster did not end them
+        for (pid_t c : children)
+            ::kill(c, SIGKILL); // what the postmaster did not end
 }
 
 void pg_process::kill() {
     if (!running())
         return;
-    ::kill(-child_.pid(), SIGKILL);
+    const auto children = children_of(child_.pid());
     child_.kill();
+    for (pid_t c : children)
+        ::kill(c, SIGKILL);
 }
 
 void pg_process::pause() {
-    if (running())
-        ::kill(-child_.pid(), SIGSTOP);
+    if (!running())
+        return;
+    ::kill(child_.pid(), SIGSTOP); // first, so that it starts no one meanwhile
+    for (pid_t c : children_of(child_.pid()))
+        ::kill(c, SIGSTOP);
 }
 
 void pg_process::resume() {
-    if (running())
-        ::kill(-child_.pid(), SIGCONT);
+    if (!running())
+        return;
+    for (pid_t c : children_of(child_.pid()))
+        ::kill(c, SIGCONT);
+    ::kill(child_.pid(), SIGCONT);
 }
 
 std::string pg_process::sql(const std::string& text) const {

@@ -24,10 +24,11 @@ struct pg_options {
 // then `postgres` in the foreground on 127.0.0.1 and a free port (never 5432), its unix socket in
 // that directory too, trust authentication for the user `postgres`. When this process runs as
 // root (tests do, here and in CI) both run as `nobody`: PostgreSQL refuses to run as root; the
-// directory is given to that user. The server is a child_process leading its own process group,
-// so that stop() and kill() reach its backends too, and it dies with the process that started
-// it. The directory is removed by the destructor (kept if COROLOCK_KEEP_PG_DIR is set). The
-// binaries come from COROLOCK_PG_BIN, else /usr/lib/postgresql/15/bin.
+// directory is given to that user. The server is a child_process and dies with the process that
+// started it; stop(), kill(), pause() and resume() reach its backends too (found in /proc: each
+// leads a session of its own). The directory is removed by the destructor (kept if
+// COROLOCK_KEEP_PG_DIR is set). The binaries come from COROLOCK_PG_BIN, else
+// /usr/lib/postgresql/15/bin.
 //
 // Not thread-safe: one thread drives a pg_process at a time.
 class pg_process {
@@ -51,12 +52,12 @@ public:
     // std::runtime_error with the tail of its log if it does not. The first start picks a free
     // port; later ones reuse it.
     void start();
-    // A fast shutdown (SIGINT: active sessions are ended), then SIGKILL of the whole group if it
-    // has not exited after 5 s; reaped.
+    // A fast shutdown (SIGINT: active sessions are ended), then SIGKILL of the server and its
+    // backends if it has not exited after 5 s; reaped.
     void stop();
     // SIGKILL of the server and its backends, reaped: a crash. The next start() recovers.
     void kill();
-    // SIGSTOP / SIGCONT of the whole process group: the server keeps its sockets, answers nothing.
+    // SIGSTOP / SIGCONT of the server and its backends: it keeps its sockets, answers nothing.
     void pause();
     void resume();
 

@@ -490,4 +490,45 @@ BOOST_FIXTURE_TEST_CASE(a_server_restart_is_ridden_out, fixture) {
     }());
 }
 
+// An attempt whose answer is lost (the server froze with it on the wire, the health check
+// dropped the connection) is undone by an owner-checked delete queued before the next attempt:
+// the frozen backend's grant, committed when it thaws, does not keep the lock for its lease.
+BOOST_FIXTURE_TEST_CASE(an_unknown_outcome_is_undone_before_the_next_attempt, fixture) {
+    corolock::test::log_capture log;
+    corolock::pg_connection conn(ioc.get_executor(), config(),
+                                 log.make(corolock::logger::level::info));
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        pg_result r;
+        co_await conn.async_query("SELECT 1", r); // connected, listening
+        mutex m(conn, "unknown", lease_of(3s));
+        srv.pause();
+        bool done = false;
+        error_code ec;
+        pg_lease got;
+        asio::co_spawn(
+            ioc,
+            [&]() -> awaitable<void> {
+                auto [e, l] = co_await m.async_acquire_for(20s, tuple_deferred);
+                ec = e;
+                got = std::move(l);
+                done = true;
+            },
+            asio::detached);
+        // The health check (300 ms) drops the connection after two silent intervals.
+        BOOST_TEST(co_await eventually([&] { return log.contains("health check"); }, 5s));
+        const auto thawed = clock_type::now();
+        srv.resume();
+        BOOST_TEST(co_await eventually([&] { return done; }, 10s));
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST(got.valid());
+        // Well within the 3 s lease the frozen grant would otherwise have kept.
+        BOOST_TEST((clock_type::now() - thawed < 2s));
+        BOOST_TEST(log.contains("undid an attempt"));
+        co_await got.async_release();
+        BOOST_TEST(rows_of("unknown") == "0");
+        conn.cancel();
+    }());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
