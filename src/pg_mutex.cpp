@@ -41,7 +41,46 @@ void pg_lease::reset() noexcept {
         return;
     auto s = std::move(state_);
     auto svc = s->service;
-    asio::post(svc->conn().strand(), [svc, s]() mutable { svc->abandon(std::move(s)); });
+    asio::post(svc->conn().strand(),
+               [svc, s]() mutable { svc->end_share(std::move(s), std::nullopt); });
+}
+
+pg_nested_hold pg_lease::hold() const {
+    if (!state_)
+        return {};
+    state_->shares.fetch_add(1);
+    return pg_nested_hold(state_);
+}
+
+pg_nested_hold& pg_nested_hold::operator=(pg_nested_hold&& other) noexcept {
+    if (this != &other) {
+        reset();
+        state_ = std::move(other.state_);
+    }
+    return *this;
+}
+
+pg_nested_hold::~pg_nested_hold() {
+    reset();
+}
+
+void pg_nested_hold::reset() noexcept {
+    if (!state_)
+        return;
+    auto s = std::move(state_);
+    auto svc = s->service;
+    asio::post(svc->conn().strand(),
+               [svc, s]() mutable { svc->end_share(std::move(s), std::nullopt); });
+}
+
+bool pg_nested_hold::valid() const noexcept {
+    return state_ && !state_->lost.load() &&
+           pg_lease::clock::now() <
+               pg_lease::clock::time_point(pg_lease::clock::duration(state_->valid_until.load()));
+}
+
+std::uint64_t pg_nested_hold::token() const noexcept {
+    return state_ ? state_->token : 0;
 }
 
 bool pg_lease::valid() const noexcept {
@@ -85,7 +124,7 @@ void pg_lease::release_impl(std::shared_ptr<pg_lease_state> s, handler_ec h) {
         return fail_with(std::move(h), error::not_owner);
     auto svc = s->service;
     asio::dispatch(svc->conn().strand(), [svc, s, h = std::move(h)]() mutable {
-        svc->release(std::move(s), std::move(h));
+        svc->end_share(std::move(s), std::move(h));
     });
 }
 

@@ -26,6 +26,8 @@ struct pg_mutex_core;
 struct pg_lease_access;
 } // namespace detail
 
+class pg_nested_hold;
+
 /// Proof that one acquisition holds a `pg_mutex`: the lock table's row for the name carries
 /// this lease's owner id (from a CSPRNG) and fencing token (from a sequence, so larger than
 /// every earlier token of the table). Move-only, like `std::unique_lock`; nothing else can
@@ -69,6 +71,11 @@ public:
     /// 32 hex digits from a CSPRNG, unique to this acquisition (empty when empty).
     std::string_view owner_id() const noexcept;
 
+    /// A nested hold: for code that wants reentrant "acquire again / release" pairs. It costs no
+    /// round trip and changes nothing in the table; the lock is released when the lease and
+    /// every nested hold taken from it are gone. Requires `owns()`.
+    pg_nested_hold hold() const;
+
     /// Completes when the lease is lost.
     ///
     /// Completion signature: `void(error_code)`.
@@ -89,7 +96,9 @@ public:
     }
 
     /// Releases the lock: an owner-checked `DELETE` that announces the release with `NOTIFY`.
-    /// The lease is empty from the call on.
+    /// The lease is empty from the call on. With nested holds still alive, nothing is sent and
+    /// this completes at once (with the loss, if the lease was lost): the last hold to end
+    /// releases.
     ///
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: none (the lease is consumed when this is called).
@@ -137,6 +146,7 @@ public:
 
 private:
     friend struct detail::pg_lease_access;
+    friend class pg_nested_hold;
     using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
     explicit pg_lease(std::shared_ptr<detail::pg_lease_state> s) noexcept : state_(std::move(s)) {}
     void reset() noexcept;
@@ -145,6 +155,51 @@ private:
     static void fenced_impl(std::shared_ptr<detail::pg_lease_state> s, std::string_view sql,
                             std::span<const pg_param> params, pg_result& out, handler_ec h);
 
+    std::shared_ptr<detail::pg_lease_state> state_;
+};
+
+/// A nested hold on a `pg_lease` (see `pg_lease::hold`). Move-only; ending it never blocks.
+class COROLOCK_DECL pg_nested_hold {
+public:
+    pg_nested_hold() noexcept = default;
+    pg_nested_hold(pg_nested_hold&&) noexcept = default;
+    /// Ends the hold this object had, then takes `other`'s.
+    pg_nested_hold& operator=(pg_nested_hold&& other) noexcept;
+    ~pg_nested_hold();
+
+    bool owns() const noexcept { return state_ != nullptr; }
+    explicit operator bool() const noexcept { return owns(); }
+    /// As the lease's.
+    bool valid() const noexcept;
+    std::uint64_t token() const noexcept;
+    /// Ends this hold now without waiting (the destructor does the same). If it was the last
+    /// share of the lease, the release goes out in the background.
+    void reset() noexcept;
+
+    /// Ends this hold. If it is the last share of its lease (the lease and every other hold
+    /// have ended), this sends the release and completes with its outcome; otherwise it
+    /// completes at once.
+    ///
+    /// Completion signature: `void(error_code)`.
+    /// Object lifetimes: none (the hold is consumed when this is called).
+    /// Executor: the token's associated executor, else the connection's; never inline.
+    /// Cancellation: none once called: a release completes when the server answers or the
+    /// connection fails, both promptly.
+    /// Errors: as `pg_lease::async_release`.
+    /// Thread safety: as `pg_lease`.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_release(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            [](auto handler, std::shared_ptr<detail::pg_lease_state> s) {
+                pg_lease::release_impl(std::move(s), std::move(handler));
+            },
+            token, std::move(state_));
+    }
+
+private:
+    friend class pg_lease;
+    explicit pg_nested_hold(std::shared_ptr<detail::pg_lease_state> s) noexcept
+        : state_(std::move(s)) {}
     std::shared_ptr<detail::pg_lease_state> state_;
 };
 

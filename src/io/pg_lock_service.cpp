@@ -359,6 +359,21 @@ void pg_lock_service::renew(std::vector<lease_watch*> due) {
         }));
 }
 
+void pg_lock_service::end_share(std::shared_ptr<pg_lease_state> s,
+                                std::optional<pg_lease_state::handler_type> h) {
+    if (s->shares.fetch_sub(1) > 1) {
+        // Others still hold it: nothing is sent; a loss is still news to an explicit release.
+        if (h)
+            post_to(std::move(*h), conn_->get_executor(),
+                    s->lost.load() ? s->lost_ec : error_code());
+        return;
+    }
+    if (h)
+        release(std::move(s), std::move(*h));
+    else
+        abandon(std::move(s));
+}
+
 void pg_lock_service::release(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h) {
     s->released = true;
     const error_code lost = s->lost.load() ? s->lost_ec : error_code();

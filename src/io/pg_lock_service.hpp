@@ -35,6 +35,8 @@ struct pg_lease_state {
     std::string name;
     owner_id owner{};
     std::uint64_t token = 0;
+    // The lease and its nested holds: the lock is released when the last one ends.
+    std::atomic<int> shares{1};
     // Read from any thread.
     std::atomic<bool> lost{false};
     std::atomic<clock::rep> valid_until{0};
@@ -98,9 +100,11 @@ public:
     // Completes `op` (removes it from its mutex's pending list and from the waiters).
     void finish(pg_acquire_op& op, error_code ec, pg_lease l);
 
-    void release(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
-    // The lease object went away still owning: release in the background.
-    void abandon(std::shared_ptr<pg_lease_state> s);
+    // One share of the lease ended (the lease or a nested hold): with `h` (an explicit
+    // release), completes it at once unless this was the last share, which releases the lock
+    // (in the background without `h`).
+    void end_share(std::shared_ptr<pg_lease_state> s,
+                   std::optional<pg_lease_state::handler_type> h);
     void wait_lost(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
     void fenced(std::shared_ptr<pg_lease_state> s, std::vector<pg_query> qs, pg_result& out,
                 pg_lease_state::handler_type h);
@@ -109,6 +113,8 @@ public:
 
 private:
     boost::asio::awaitable<void> acquire_loop(std::shared_ptr<pg_acquire_op> op);
+    void release(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
+    void abandon(std::shared_ptr<pg_lease_state> s);
     void ensure_listening();
     void on_release_notice(const std::string& name);
     void on_connected();

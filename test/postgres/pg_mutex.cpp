@@ -531,4 +531,31 @@ BOOST_FIXTURE_TEST_CASE(an_unknown_outcome_is_undone_before_the_next_attempt, fi
     }());
 }
 
+// Nested holds: the lease's release sends nothing while a hold lives; the last hold releases.
+BOOST_FIXTURE_TEST_CASE(nested_holds_release_with_the_last, fixture) {
+    corolock::pg_connection conn(ioc.get_executor(), config(), quiet());
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "nested");
+        auto l = co_await m.async_acquire();
+        auto h1 = l.hold();
+        auto h2 = l.hold();
+        BOOST_TEST(h1.valid());
+        BOOST_TEST(h2.token() == l.token());
+        auto [e1] = co_await l.async_release(tuple_deferred);
+        BOOST_TEST(!e1);
+        BOOST_TEST(rows_of("nested") == "1");
+        h1.reset();
+        co_await sleep_for(50ms);
+        BOOST_TEST(rows_of("nested") == "1");
+        auto [e2] = co_await h2.async_release(tuple_deferred);
+        BOOST_TEST(!e2);
+        BOOST_TEST(rows_of("nested") == "0");
+        corolock::pg_nested_hold none;
+        auto [e3] = co_await none.async_release(tuple_deferred);
+        BOOST_TEST(e3 == error::not_owner);
+        conn.cancel();
+    }());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
