@@ -131,7 +131,20 @@ pg_process::pg_process(pg_options options) : options_(std::move(options)) {
         gid_ = pw->pw_gid;
     }
     dir_ = owned_temp_dir("/corolock-pg-", uid_, gid_);
-    make_data_dir(dir_ + "/data", uid_, gid_);
+    if (options_.standby_of != nullptr) {
+        child_options opts;
+        opts.uid = uid_;
+        opts.gid = gid_;
+        opts.output_file = dir_ + "/basebackup.log";
+        child_process backup({bin_dir() + "/pg_basebackup", "-D", dir_ + "/data", "-h", "127.0.0.1",
+                              "-p", std::to_string(options_.standby_of->port()), "-U", "postgres",
+                              "-R", "--no-sync", "-X", "stream"},
+                             opts);
+        if (backup.wait(60s) != 0)
+            throw std::runtime_error("pg_basebackup failed:\n" + slurp(dir_ + "/basebackup.log"));
+    } else {
+        make_data_dir(dir_ + "/data", uid_, gid_);
+    }
     start();
 }
 
@@ -256,6 +269,11 @@ void pg_process::resume() {
     for (pid_t c : children_of(child_.pid()))
         ::kill(c, SIGCONT);
     ::kill(child_.pid(), SIGCONT);
+}
+
+void pg_process::promote() const {
+    if (sql("SELECT pg_promote(true, 30)") != "t")
+        throw std::runtime_error("pg_promote did not finish");
 }
 
 std::string pg_process::sql(const std::string& text) const {

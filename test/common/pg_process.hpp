@@ -16,8 +16,11 @@ struct pg_options {
     // fsync, synchronous_commit and full_page_writes follow this: off by default, since a test
     // cluster need not survive a power cut (a commit costs a WAL write, not a disk flush).
     bool fsync = false;
-    // More `-c name=value` settings for the server, e.g. "max_connections=50".
+    // More `-c name=value` settings for the server, e.g. "max_connections=50" (they come after
+    // the ones `fsync` sets, and win).
     std::vector<std::string> settings;
+    // A streaming standby of this running server (pg_basebackup -R) instead of a new cluster.
+    const class pg_process* standby_of = nullptr;
 };
 
 // A throw-away PostgreSQL 15 cluster for tests: `initdb` into a private temporary directory,
@@ -60,6 +63,9 @@ public:
     // SIGSTOP / SIGCONT of the server and its backends: it keeps its sockets, answers nothing.
     void pause();
     void resume();
+
+    // Promotes a standby (pg_promote, waiting until it is done).
+    void promote() const;
 
     // Runs one SQL text with psql (`-At`: unaligned, tuples only) and returns its output with the
     // last newline removed; throws std::runtime_error with psql's output if it fails.

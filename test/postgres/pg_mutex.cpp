@@ -18,6 +18,7 @@
 #include <csignal>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -556,6 +557,70 @@ BOOST_FIXTURE_TEST_CASE(nested_holds_release_with_the_last, fixture) {
         BOOST_TEST(e3 == error::not_owner);
         conn.cancel();
     }());
+}
+
+// Failover to a synchronous standby (synchronous_commit = remote_apply): a grant the client saw
+// is on the standby when it is promoted, so the holder's watchdog goes on renewing there and
+// nobody else gets the lock while the lease is valid. Clients name both servers; libpq picks
+// the one that accepts writes (target_session_attrs=read-write).
+BOOST_AUTO_TEST_CASE(a_grant_survives_failover_to_a_synchronous_standby) {
+    corolock::test::pg_options popts;
+    popts.settings = {"synchronous_commit=remote_apply"};
+    pg_process primary(popts);
+    {
+        asio::io_context ioc;
+        install(primary, ioc);
+    }
+    corolock::test::pg_options sopts;
+    sopts.standby_of = &primary;
+    pg_process standby(sopts);
+    // Synchronous from now on (with no standby named yet, commits would wait for ever).
+    primary.sql("ALTER SYSTEM SET synchronous_standby_names = '*'");
+    primary.sql("SELECT pg_reload_conf()");
+    std::string state;
+    for (int i = 0; i < 200 && state != "sync"; ++i) {
+        state = primary.sql("SELECT sync_state FROM pg_stat_replication");
+        if (state != "sync")
+            std::this_thread::sleep_for(50ms);
+    }
+    BOOST_REQUIRE(state == "sync");
+
+    auto cfg = pg_config_for(primary);
+    cfg.conninfo = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(primary.port()) + "," +
+                   std::to_string(standby.port()) +
+                   " user=postgres dbname=postgres target_session_attrs=read-write";
+    asio::io_context ioc;
+    corolock::pg_connection a(ioc.get_executor(), cfg, quiet());
+    corolock::pg_connection b(ioc.get_executor(), cfg, quiet());
+    a.async_run(asio::detached);
+    b.async_run(asio::detached);
+    corolock::test::run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            mutex ma(a, "failover", lease_of(5s)), mb(b, "failover", lease_of(5s));
+            auto held = co_await ma.async_acquire();
+            BOOST_TEST(standby.sql("SELECT owner FROM corolock_locks WHERE name = 'failover'") ==
+                       std::string(held.owner_id()));
+            co_await off_loop([&] {
+                primary.kill();
+                standby.promote();
+            });
+            co_await sleep_for(3s); // several renewals, on the new primary
+            BOOST_TEST(held.valid());
+            BOOST_TEST(!held.lost());
+            auto [e1, none] = co_await mb.async_try_acquire(tuple_deferred);
+            BOOST_TEST(!e1, e1.message());
+            BOOST_TEST(!none.owns());
+            const auto first = held.token();
+            co_await held.async_release();
+            auto [e2, got] = co_await mb.async_acquire_for(5s, tuple_deferred);
+            BOOST_TEST(!e2, e2.message());
+            BOOST_TEST(got.token() > first);
+            co_await got.async_release();
+            a.cancel();
+            b.cancel();
+        }(),
+        60s);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
