@@ -590,14 +590,15 @@ BOOST_AUTO_TEST_CASE(a_grant_survives_failover_to_a_synchronous_standby) {
                    std::to_string(standby.port()) +
                    " user=postgres dbname=postgres target_session_attrs=read-write";
     asio::io_context ioc;
-    corolock::pg_connection a(ioc.get_executor(), cfg, quiet());
-    corolock::pg_connection b(ioc.get_executor(), cfg, quiet());
+    corolock::test::log_capture log;
+    corolock::pg_connection a(ioc.get_executor(), cfg, log.make(corolock::logger::level::info));
+    corolock::pg_connection b(ioc.get_executor(), cfg, log.make(corolock::logger::level::info));
     a.async_run(asio::detached);
     b.async_run(asio::detached);
     corolock::test::run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {
-            mutex ma(a, "failover", lease_of(5s)), mb(b, "failover", lease_of(5s));
+            mutex ma(a, "failover", lease_of(10s)), mb(b, "failover", lease_of(10s));
             auto held = co_await ma.async_acquire();
             BOOST_TEST(standby.sql("SELECT owner FROM corolock_locks WHERE name = 'failover'") ==
                        std::string(held.owner_id()));
@@ -605,22 +606,30 @@ BOOST_AUTO_TEST_CASE(a_grant_survives_failover_to_a_synchronous_standby) {
                 primary.kill();
                 standby.promote();
             });
-            co_await sleep_for(3s); // several renewals, on the new primary
+            // The grant is on the new primary, and the holder's watchdog renews it there.
+            const auto before = held.valid_until();
+            BOOST_TEST(standby.sql("SELECT owner FROM corolock_locks WHERE name = 'failover'") ==
+                       std::string(held.owner_id()));
+            BOOST_TEST(co_await eventually([&] { return held.valid_until() > before; }, 8s));
             BOOST_TEST(held.valid());
             BOOST_TEST(!held.lost());
             auto [e1, none] = co_await mb.async_try_acquire(tuple_deferred);
             BOOST_TEST(!e1, e1.message());
             BOOST_TEST(!none.owns());
             const auto first = held.token();
-            co_await held.async_release();
+            auto [er] = co_await held.async_release(tuple_deferred);
+            BOOST_TEST(!er, er.message());
             auto [e2, got] = co_await mb.async_acquire_for(5s, tuple_deferred);
             BOOST_TEST(!e2, e2.message());
             BOOST_TEST(got.token() > first);
-            co_await got.async_release();
+            auto [er2] = co_await got.async_release(tuple_deferred);
+            BOOST_TEST(!er2, er2.message());
             a.cancel();
             b.cancel();
         }(),
         60s);
+    for (const auto& line : log.lines) // the failover as the clients saw it
+        BOOST_TEST_MESSAGE(line);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
