@@ -99,12 +99,17 @@ void pg_lock_service::ensure_listening() {
 }
 
 void pg_lock_service::on_release_notice(const std::string& name) {
+    // One release, one attempt: the oldest live waiter of the name on this connection tries
+    // again (waking them all would send one write each for a single grant). It stays first
+    // in line if it loses the race to another client's waiter; the others keep their timers.
     auto [b, e] = waiting_.equal_range(name);
     for (auto it = b; it != e; ++it) {
-        if (auto op = it->second.lock()) {
-            op->woken = true;
-            op->timer.cancel();
-        }
+        auto op = it->second.lock();
+        if (!op || !op->handler)
+            continue;
+        op->woken = true;
+        op->timer.cancel();
+        return;
     }
 }
 
