@@ -22,6 +22,23 @@ void fail_with(Handler h, error_code ec) {
     detail::deliver(std::move(h), asio::system_executor(), ec);
 }
 
+// Ends one share of a lease (the lease or a nested hold) without waiting; the last share
+// releases the lock in the background.
+void end_share(std::shared_ptr<pg_lease_state>& held) noexcept {
+    if (!held)
+        return;
+    auto s = std::move(held);
+    auto svc = s->service;
+    asio::post(svc->conn().strand(),
+               [svc, s]() mutable { svc->end_share(std::move(s), std::nullopt); });
+}
+
+bool still_valid(const std::shared_ptr<pg_lease_state>& s) noexcept {
+    using clock = pg_lease::clock;
+    return s && !s->lost.load() &&
+           clock::now() < clock::time_point(clock::duration(s->valid_until.load()));
+}
+
 } // namespace
 
 pg_lease& pg_lease::operator=(pg_lease&& other) noexcept {
@@ -37,12 +54,7 @@ pg_lease::~pg_lease() {
 }
 
 void pg_lease::reset() noexcept {
-    if (!state_)
-        return;
-    auto s = std::move(state_);
-    auto svc = s->service;
-    asio::post(svc->conn().strand(),
-               [svc, s]() mutable { svc->end_share(std::move(s), std::nullopt); });
+    end_share(state_);
 }
 
 pg_nested_hold pg_lease::hold() const {
@@ -54,29 +66,22 @@ pg_nested_hold pg_lease::hold() const {
 
 pg_nested_hold& pg_nested_hold::operator=(pg_nested_hold&& other) noexcept {
     if (this != &other) {
-        reset();
+        end_share(state_);
         state_ = std::move(other.state_);
     }
     return *this;
 }
 
 pg_nested_hold::~pg_nested_hold() {
-    reset();
+    end_share(state_);
 }
 
 void pg_nested_hold::reset() noexcept {
-    if (!state_)
-        return;
-    auto s = std::move(state_);
-    auto svc = s->service;
-    asio::post(svc->conn().strand(),
-               [svc, s]() mutable { svc->end_share(std::move(s), std::nullopt); });
+    end_share(state_);
 }
 
 bool pg_nested_hold::valid() const noexcept {
-    return state_ && !state_->lost.load() &&
-           pg_lease::clock::now() <
-               pg_lease::clock::time_point(pg_lease::clock::duration(state_->valid_until.load()));
+    return still_valid(state_);
 }
 
 std::uint64_t pg_nested_hold::token() const noexcept {
@@ -84,7 +89,7 @@ std::uint64_t pg_nested_hold::token() const noexcept {
 }
 
 bool pg_lease::valid() const noexcept {
-    return state_ && !state_->lost.load() && clock::now() < valid_until();
+    return still_valid(state_);
 }
 
 pg_lease::clock::time_point pg_lease::valid_until() const noexcept {
