@@ -39,4 +39,20 @@ endforeach()
 configure_file(cmake/corolock.pc.in ${PROJECT_BINARY_DIR}/corolock.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/corolock.pc DESTINATION ${corolock_pc_dir})
 
+# corolock::postgres (COROLOCK_WITH_POSTGRES): its own export set, loaded by the package's config
+# file when installed (`find_package(corolock COMPONENTS postgres)` requires it), and its own
+# pkg-config file. libpq is named by its library, not as a pkg-config package: a `--static` query
+# would otherwise ask for libpq's own private libraries, which Debian ships no archives of (the
+# public headers need none of libpq's).
+if(TARGET corolock_postgres)
+    install(TARGETS corolock_postgres EXPORT corolock-postgres-targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(EXPORT corolock-postgres-targets NAMESPACE corolock::
+        FILE corolock-postgres-targets.cmake DESTINATION ${corolock_cmake_dir})
+    configure_file(cmake/corolock-postgres.pc.in ${PROJECT_BINARY_DIR}/corolock-postgres.pc @ONLY)
+    install(FILES ${PROJECT_BINARY_DIR}/corolock-postgres.pc DESTINATION ${corolock_pc_dir})
+endif()
+
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corolock)

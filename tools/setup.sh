@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building and testing corolock need (g++, clang-14, CMake,
-# Boost 1.81, OpenSSL, redis-server, ...). tools/test.sh and tools/demo.sh run it first.
+# Boost 1.81, OpenSSL, redis-server, PostgreSQL 15 and libpq for the optional corolock::postgres,
+# ...). tools/test.sh and tools/demo.sh run it first.
 #
 #   tools/setup.sh           install what is missing (as root; otherwise print the apt command)
 #   tools/setup.sh --check   only say what is missing; exit 1 if anything is
@@ -9,7 +10,7 @@ set -euo pipefail
 packages=(
     cmake g++ make pkg-config clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
     libssl-dev openssl redis-server redis-tools redis-sentinel procps iptables iproute2
-    wrk curl doxygen
+    wrk curl doxygen postgresql-15 libpq-dev
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -34,6 +35,8 @@ package_present() {
     libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
     libboost-test1.81-dev) compgen -G '/usr/lib/*/libboost_unit_test_framework.so.1.81*' >/dev/null ;;
     libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;
+    postgresql-15) [[ -x /usr/lib/postgresql/15/bin/postgres && -x /usr/lib/postgresql/15/bin/initdb ]] ;;
+    libpq-dev) [[ -f /usr/include/postgresql/libpq-fe.h ]] ;;
     *) return 1 ;;
     esac
 }

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -159,6 +160,11 @@ child_process::child_process(const std::vector<std::string>& argv_in,
         throw_errno(err, "fork");
     }
     if (child == 0) {
+        if (options.gid != static_cast<gid_t>(-1) &&
+            (::setgroups(0, nullptr) != 0 || ::setgid(options.gid) != 0))
+            ::_exit(126);
+        if (options.uid != static_cast<uid_t>(-1) && ::setuid(options.uid) != 0)
+            ::_exit(126);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent)
             ::_exit(127); // the parent died before the line above

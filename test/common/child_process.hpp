@@ -16,6 +16,11 @@ struct child_options {
     std::string output_file;      // stdout and stderr to this file (created or truncated)
     bool pipe_stdout = false;     // stdout to a pipe (output_fd()); stderr stays shared
     bool pipe_stdin = false;      // stdin from a pipe (input_fd()); else from /dev/null
+    // Run the child as this user and group (-1: as ours), with no supplementary groups: for a
+    // server that refuses to run as root (PostgreSQL). The parent-death signal is set after the
+    // switch, which would clear it.
+    uid_t uid = static_cast<uid_t>(-1);
+    gid_t gid = static_cast<gid_t>(-1);
 };
 
 // One child process of the kit: servers, programs run to completion, the fault suite's and the

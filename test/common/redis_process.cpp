@@ -68,22 +68,6 @@ sockaddr_in loopback(std::uint16_t port) {
     return addr;
 }
 
-std::uint16_t pick_free_port() {
-    socket_fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (s.get() < 0) {
-        throw_errno("socket");
-    }
-    auto addr = loopback(0);
-    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
-        throw_errno("bind 127.0.0.1:0");
-    }
-    socklen_t len = sizeof addr;
-    if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
-        throw_errno("getsockname");
-    }
-    return ntohs(addr.sin_port);
-}
-
 // Waits for events on fd until deadline; throws on timeout.
 void wait_for(int fd, short events, clock_type::time_point deadline, const char* what) {
     for (;;) {
@@ -269,6 +253,22 @@ std::string tail(std::string text, std::size_t max) {
 }
 
 } // namespace
+
+std::uint16_t pick_free_port() {
+    socket_fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) {
+        throw_errno("socket");
+    }
+    auto addr = loopback(0);
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+        throw_errno("bind 127.0.0.1:0");
+    }
+    socklen_t len = sizeof addr;
+    if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&addr), &len) < 0) {
+        throw_errno("getsockname");
+    }
+    return ntohs(addr.sin_port);
+}
 
 std::string find_program(const std::string& program) {
     if (program.find('/') != std::string::npos)

@@ -27,6 +27,10 @@ struct program_result {
     std::string output; // stdout and stderr together
 };
 
+// A port on 127.0.0.1 that was free a moment ago (the kernel's pick for a bind to port 0): a
+// server started on it may still find it taken, and should then try another.
+std::uint16_t pick_free_port();
+
 // Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and waits for it, SIGKILLing
 // it after `timeout` (exit code 128 + 9 then); always reaped.
 program_result run_program(const std::vector<std::string>& argv,

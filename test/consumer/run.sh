@@ -43,27 +43,50 @@ consume() {
     cmake --build "$dir" -j"$jobs" --target consumer
 }
 
+# with_postgres DIR: the optional corolock::postgres target when the build in DIR has it (libpq
+# found).
+with_postgres() {
+    if grep -q '^COROLOCK_WITH_POSTGRES:BOOL=ON' "$1/CMakeCache.txt"; then
+        echo corolock_postgres
+    fi
+}
+
 if [[ -n ${COROLOCK_STATIC_BUILD:-} ]]; then
     log "static library of $COROLOCK_STATIC_BUILD -> $work/static"
     grep -q '^BUILD_SHARED_LIBS:BOOL=ON' "$COROLOCK_STATIC_BUILD/CMakeCache.txt" &&
         fail "$COROLOCK_STATIC_BUILD is a shared build"
+    # shellcheck disable=SC2046 # an optional target name, or nothing
+    cmake --build "$COROLOCK_STATIC_BUILD" -j"$jobs" --target corolock $(with_postgres "$COROLOCK_STATIC_BUILD")
     cmake --install "$COROLOCK_STATIC_BUILD" --prefix "$work/static" >/dev/null
 else
     log "static Debug library -> $work/static"
     install_library static -DCMAKE_BUILD_TYPE=Debug -DCOROLOCK_BUILD_TESTS=OFF
-    cmake --build "$work/build-static" -j"$jobs" --target corolock
+    # shellcheck disable=SC2046 # an optional target name, or nothing
+    cmake --build "$work/build-static" -j"$jobs" --target corolock $(with_postgres "$work/build-static")
     cmake --install "$work/build-static" >/dev/null
 fi
 
 log "shared Release library -> $work/shared"
 install_library shared -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=ON
-cmake --build "$work/build-shared" -j"$jobs" --target corolock
+# shellcheck disable=SC2046 # an optional target name, or nothing
+cmake --build "$work/build-shared" -j"$jobs" --target corolock $(with_postgres "$work/build-shared")
 cmake --install "$work/build-shared" >/dev/null
 
 # What the prefixes hold.
 for name in static shared; do
     for f in include/corolock/version.hpp include/corolock/detail/export.hpp \
         lib/cmake/corolock/corolock-config.cmake lib/pkgconfig/corolock.pc share/doc/corolock/LICENSE; do
+        [[ -f $work/$name/$f ]] || fail "$name install has no $f"
+    done
+done
+# corolock::postgres, when built: its export set (loaded by the config file) and pkg-config file.
+static_build=${COROLOCK_STATIC_BUILD:-$work/build-static}
+for name in static shared; do
+    build_dir=$static_build
+    [[ $name == shared ]] && build_dir=$work/build-shared
+    [[ -n $(with_postgres "$build_dir") ]] || continue
+    for f in lib/cmake/corolock/corolock-postgres-targets.cmake lib/pkgconfig/corolock-postgres.pc \
+        include/corolock/pg_mutex.hpp; do
         [[ -f $work/$name/$f ]] || fail "$name install has no $f"
     done
 done

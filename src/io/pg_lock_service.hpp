@@ -1,0 +1,139 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The PostgreSQL lock layer of one connection: the held leases and their watchdog (the pure
+// core/lease_table.hpp decides; this sends the batched renewals), the release channel's
+// listener that wakes waiters, and the acquire loop. Everything here runs on the connection's
+// strand.
+#ifndef COROLOCK_SRC_IO_PG_LOCK_SERVICE_HPP
+#define COROLOCK_SRC_IO_PG_LOCK_SERVICE_HPP
+
+#include "core/handler_list.hpp"
+#include "core/lease_table.hpp"
+#include "io/owner_id.hpp"
+#include "io/pg_connection_impl.hpp"
+#include <corolock/pg_mutex.hpp>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <list>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+
+namespace corolock::detail {
+
+class pg_lock_service;
+struct pg_acquire_op;
+
+struct pg_lease_state {
+    using clock = std::chrono::steady_clock;
+    using handler_type = boost::asio::any_completion_handler<void(error_code)>;
+
+    std::shared_ptr<pg_lock_service> service;
+    std::string name;
+    owner_id owner{};
+    std::uint64_t token = 0;
+    // The lease and its nested holds: the lock is released when the last one ends.
+    std::atomic<int> shares{1};
+    // Read from any thread.
+    std::atomic<bool> lost{false};
+    std::atomic<clock::rep> valid_until{0};
+    // On the strand.
+    lease_watch watch;
+    error_code lost_ec;
+    bool released = false;
+    handler_list<handler_type> lost_waiters;
+    std::uint64_t next_key = 0;
+};
+
+// What pg_mutex shares with its acquire operations.
+struct pg_mutex_core {
+    std::shared_ptr<pg_lock_service> service;
+    std::string name;
+    pg_mutex_options opts;
+    error_code invalid; // the name's or the options' fault, found at construction
+    std::list<std::weak_ptr<pg_acquire_op>> pending; // on the strand
+};
+
+// One acquire in progress: its handler, its timer, and what cancellation found.
+struct pg_acquire_op {
+    using clock = std::chrono::steady_clock;
+    using handler_type = boost::asio::any_completion_handler<void(error_code, pg_lease)>;
+
+    pg_acquire_op(std::shared_ptr<pg_mutex_core> c, handler_type h,
+                  const pg_connection_impl::strand_type& s)
+        : core(std::move(c)), handler(std::move(h)), timer(s) {}
+
+    std::shared_ptr<pg_mutex_core> core;
+    std::optional<handler_type> handler;
+    boost::asio::steady_timer timer;
+    clock::time_point deadline = clock::time_point::max();
+    bool once = false;
+    owner_id owner{};       // of the current attempt; a new one after an unknown outcome
+    bool in_flight = false; // an attempt is on the connection
+    bool woken = false;     // a release notification came while it waited or was in flight
+    std::list<std::weak_ptr<pg_acquire_op>>::iterator pending_at; // valid while `listed`
+    bool listed = false;
+};
+
+struct pg_lease_access {
+    static pg_lease make(std::shared_ptr<pg_lease_state> s) { return pg_lease(std::move(s)); }
+};
+
+class pg_lock_service : public std::enable_shared_from_this<pg_lock_service> {
+public:
+    using clock = std::chrono::steady_clock;
+
+    // The service of `conn` (made on first use; kept alive by mutexes and leases).
+    static std::shared_ptr<pg_lock_service> of(const std::shared_ptr<pg_connection_impl>& conn);
+
+    explicit pg_lock_service(std::shared_ptr<pg_connection_impl> conn);
+    ~pg_lock_service();
+
+    pg_connection_impl& conn() noexcept { return *conn_; }
+
+    // On the strand from here on.
+    void start_acquire(std::shared_ptr<pg_acquire_op> op);
+    void cancel_acquire(const std::shared_ptr<pg_acquire_op>& op);
+    // Completes `op` (removes it from its mutex's pending list and from the waiters).
+    void finish(pg_acquire_op& op, error_code ec, pg_lease l);
+
+    // One share of the lease ended (the lease or a nested hold): with `h` (an explicit
+    // release), completes it at once unless this was the last share, which releases the lock
+    // (in the background without `h`).
+    void end_share(std::shared_ptr<pg_lease_state> s,
+                   std::optional<pg_lease_state::handler_type> h);
+    void wait_lost(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
+    void fenced(std::shared_ptr<pg_lease_state> s, std::vector<pg_query> qs, pg_result& out,
+                pg_lease_state::handler_type h);
+    // An owner-checked delete of an attempt that may have taken the lock (fire and forget).
+    void undo(const std::string& name, const owner_id& owner);
+
+private:
+    boost::asio::awaitable<void> acquire_loop(std::shared_ptr<pg_acquire_op> op);
+    void release(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
+    void abandon(std::shared_ptr<pg_lease_state> s);
+    void ensure_listening();
+    void on_release_notice(const std::string& name);
+    void on_connected();
+    void hold(std::shared_ptr<pg_lease_state> s, clock::time_point sent);
+    void unhold(pg_lease_state& s);
+    void reschedule();
+    void report_lost(pg_lease_state& s, error_code why);
+    void renew(std::vector<lease_watch*> due);
+
+    std::shared_ptr<pg_connection_impl> conn_;
+    lease_table table_;
+    lease_table::plan plan_;
+    boost::asio::steady_timer watchdog_;
+    std::unordered_map<lease_watch*, std::shared_ptr<pg_lease_state>> held_;
+    std::multimap<std::string, std::weak_ptr<pg_acquire_op>> waiting_;
+    std::shared_ptr<pg_listener_state> listener_;
+    std::minstd_rand rng_;
+};
+
+} // namespace corolock::detail
+
+#endif

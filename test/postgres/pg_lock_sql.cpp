@@ -1,0 +1,79 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/pg_lock_sql.hpp"
+
+#include <corolock/pg_config.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <string>
+
+namespace sql = corolock::detail::pg_sql;
+using corolock::error;
+using corolock::error_code;
+using namespace std::chrono_literals;
+
+BOOST_AUTO_TEST_SUITE(pg_lock_sql)
+
+BOOST_AUTO_TEST_CASE(names) {
+    BOOST_TEST(!sql::check_name("orders:42"));
+    BOOST_TEST(!sql::check_name("z\xc3\xa9ro"));      // é
+    BOOST_TEST(!sql::check_name("\xf0\x9f\x94\x92")); // a 4-byte sequence
+    BOOST_TEST(sql::check_name("") == error::invalid_name);
+    BOOST_TEST(sql::check_name(std::string("a\0b", 3)) == error::invalid_name);
+    BOOST_TEST(sql::check_name("\xff") == error::invalid_name);
+    BOOST_TEST(sql::check_name("\xc3") == error::invalid_name);         // truncated
+    BOOST_TEST(sql::check_name("\xc0\xaf") == error::invalid_name);     // overlong
+    BOOST_TEST(sql::check_name("\xed\xa0\x80") == error::invalid_name); // a surrogate
+    BOOST_TEST(!sql::check_name(std::string(sql::max_name_bytes, 'x')));
+    BOOST_TEST(sql::check_name(std::string(sql::max_name_bytes + 1, 'x')) == error::invalid_name);
+}
+
+BOOST_AUTO_TEST_CASE(options) {
+    corolock::pg_mutex_options o;
+    BOOST_TEST(!sql::check_options(o));
+    o.lease = 9ms;
+    BOOST_TEST(sql::check_options(o) == error::invalid_lease);
+    o.lease = std::chrono::hours(24 * 366);
+    BOOST_TEST(sql::check_options(o) == error::invalid_lease);
+    o = {};
+    o.retry_base = 0ms;
+    BOOST_TEST(sql::check_options(o) == error::invalid_argument);
+    o = {};
+    o.retry_max = o.retry_base - 1ms;
+    BOOST_TEST(sql::check_options(o) == error::invalid_argument);
+    o = {};
+    o.max_hold = -1ms;
+    BOOST_TEST(sql::check_options(o) == error::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(arrays_and_numbers) {
+    std::array<std::string_view, 3> v{"a", "b\"c", "d\\e"};
+    BOOST_TEST(sql::text_array(v) == R"({"a","b\"c","d\\e"})");
+    BOOST_TEST(sql::text_array({}) == "{}");
+    BOOST_TEST(sql::to_ms(1500us) == "2");
+    BOOST_TEST(sql::to_ms(30s) == "30000");
+    BOOST_TEST(*sql::parse_int("-12") == -12);
+    BOOST_TEST(!sql::parse_int(""));
+    BOOST_TEST(!sql::parse_int("1x"));
+}
+
+BOOST_AUTO_TEST_CASE(acquire_replies) {
+    sql::acquire_reply r;
+    BOOST_TEST(!sql::decode_acquire(1, "17", std::nullopt, r));
+    BOOST_TEST(r.granted);
+    BOOST_TEST(r.token == 17u);
+    BOOST_TEST(!sql::decode_acquire(1, std::nullopt, "250", r));
+    BOOST_TEST(!r.granted);
+    BOOST_TEST(r.holder_ms == 250);
+    BOOST_TEST(!sql::decode_acquire(0, std::nullopt, std::nullopt, r));
+    BOOST_TEST(!r.granted);
+    BOOST_TEST(r.holder_ms == -1);
+    BOOST_TEST(sql::decode_acquire(2, "1", std::nullopt, r) == error::unexpected_reply);
+    BOOST_TEST(sql::decode_acquire(1, "x", std::nullopt, r) == error::unexpected_reply);
+    BOOST_TEST(sql::decode_acquire(1, "0", std::nullopt, r) == error::unexpected_reply);
+    BOOST_TEST(sql::decode_acquire(1, std::nullopt, std::nullopt, r) == error::unexpected_reply);
+    BOOST_TEST(sql::decode_acquire(1, "3", "4", r) == error::unexpected_reply);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,57 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// What the PostgreSQL suites share.
+#ifndef COROLOCK_TEST_POSTGRES_PG_TEST_HPP
+#define COROLOCK_TEST_POSTGRES_PG_TEST_HPP
+
+#include "common/pg_process.hpp"
+#include <corolock/pg_connection.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace corolock::test {
+
+// A connection to `srv` tuned for tests: faults are noticed and repaired within a few hundred
+// milliseconds (health check 300 ms, reconnect 20..200 ms, connect timeout 1 s).
+inline pg_config pg_config_for(const pg_process& srv) {
+    using namespace std::chrono_literals;
+    pg_config cfg;
+    cfg.conninfo = srv.conninfo() + " application_name=corolock-test";
+    cfg.connect_timeout = 1s;
+    cfg.health_check_interval = 300ms;
+    cfg.reconnect_wait = 20ms;
+    cfg.reconnect_wait_max = 200ms;
+    return cfg;
+}
+
+// A statement left running in the background (a long pg_sleep the test then interrupts): when
+// it ends, `done`, its error and the time.
+struct background_query {
+    bool done = false;
+    error_code ec;
+    std::chrono::steady_clock::time_point ended{};
+
+    void start(boost::asio::io_context& ioc, pg_connection& conn, std::string sql) {
+        boost::asio::co_spawn(
+            ioc,
+            [this, &conn, sql = std::move(sql)]() -> boost::asio::awaitable<void> {
+                pg_result r;
+                auto [e] = co_await conn.async_query(
+                    sql, r, boost::asio::as_tuple(boost::asio::use_awaitable));
+                ec = e;
+                ended = std::chrono::steady_clock::now();
+                done = true;
+            },
+            boost::asio::detached);
+    }
+};
+
+} // namespace corolock::test
+
+#endif
