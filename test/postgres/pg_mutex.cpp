@@ -1,6 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "common/coro_test.hpp"
 #include "common/child_process.hpp"
+#include "common/coro_test.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
 #include <corolock/pg_mutex.hpp>
