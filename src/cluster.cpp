@@ -7,6 +7,7 @@
 #include <corolock/cluster.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -630,6 +631,12 @@ cluster::cluster(executor_type ex, cluster_config cfg, logger log)
 cluster::cluster(executor_type ex, asio::ssl::context& tls, cluster_config cfg, logger log)
     : impl_(detail::make_abandonable<detail::cluster_impl>(ex, ex, &tls, std::move(cfg),
                                                            std::move(log))) {}
+
+cluster::cluster(asio::io_context& ioc, cluster_config cfg, logger log)
+    : cluster(ioc.get_executor(), std::move(cfg), std::move(log)) {}
+
+cluster::cluster(asio::io_context& ioc, asio::ssl::context& tls, cluster_config cfg, logger log)
+    : cluster(ioc.get_executor(), tls, std::move(cfg), std::move(log)) {}
 
 cluster::~cluster() {
     impl_->stop();
