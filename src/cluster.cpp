@@ -7,11 +7,11 @@
 #include <corolock/cluster.hpp>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/assert.hpp>

@@ -5,9 +5,7 @@
 #include <corolock/config.hpp>
 
 #include <boost/system/system_error.hpp>
-#include <boost/url/parse.hpp>
-#include <boost/url/src.hpp>
-#include <boost/url/url_view.hpp>
+#include <boost/url/src.hpp> // all of Boost.URL; before any other Boost.URL header
 
 #include <algorithm>
 #include <cctype>
@@ -29,8 +27,8 @@ bool ascii_iequals(std::string_view a, std::string_view b) {
 
 // A database (or port) number: decimal digits only, 0 to INT_MAX.
 bool parse_db(std::string_view text, int& out) {
-    if (text.empty() || !std::all_of(text.begin(), text.end(),
-                                     [](char c) { return c >= '0' && c <= '9'; }))
+    if (text.empty() ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return false;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
     return ec == std::errc() && end == text.data() + text.size();

@@ -16,8 +16,8 @@ constexpr std::string_view outcome_names[acquire_outcome_count] = {
 constexpr std::string_view loss_names[lease_loss_count] = {
     "expired",  "renewal_refused",     "release_refused",
     "max_hold", "replicas_not_synced", "connection_stopped"};
-constexpr std::string_view event_names[lock_event_kind_count] = {
-    "acquire_start", "granted", "not_granted", "lost", "released"};
+constexpr std::string_view event_names[lock_event_kind_count] = {"acquire_start", "granted",
+                                                                 "not_granted", "lost", "released"};
 
 // Writes one exposition: the caller's labels go on every sample, before the sample's own.
 class exposition {
@@ -209,8 +209,7 @@ void write_prometheus(std::string& out, const connection_stats& s, bool connecte
     e.single("connection_pushes_total", "counter", "RESP3 push frames received.", s.pushes);
     e.single("connection_pushes_dropped_total", "counter",
              "Pub/sub messages dropped because a subscriber fell behind.", s.pushes_dropped);
-    e.single("connection_resolves_total", "counter", "Masters found through Sentinel.",
-             s.resolves);
+    e.single("connection_resolves_total", "counter", "Masters found through Sentinel.", s.resolves);
     e.single("connection_master_switches_total", "counter",
              "Sentinel switch-master messages that dropped the connection.", s.master_switches);
 }

@@ -131,9 +131,12 @@ enum class lock_event_kind {
     lost,          ///< a held lease was lost (`ec`: why); `elapsed`: since the grant
     released,      ///< a held lease's release was sent; `elapsed`: since the grant
 };
+/// The number of `lock_event_kind` values.
 inline constexpr std::size_t lock_event_kind_count = 5;
 
+/// The kind's name ("acquire_start", "granted", ...), for logs and test output.
 COROLOCK_DECL std::string_view to_string(lock_event_kind k) noexcept;
+/// Prints `to_string(k)`.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lock_event_kind k);
 
 /// One step of an acquisition or a lease, given to `lock_metrics_options::on_event`. Every
@@ -141,8 +144,8 @@ COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lock_event_kind k);
 /// released (none when the connection stops while it is held). The views are valid only during
 /// the call.
 struct lock_event {
-    lock_event_kind kind = lock_event_kind::acquire_start;
-    std::string_view name;            ///< the lock's name
+    lock_event_kind kind = lock_event_kind::acquire_start; ///< what happened
+    std::string_view name;                                 ///< the lock's name
     std::chrono::nanoseconds elapsed{}; ///< see `lock_event_kind` (0 for acquire_start)
     std::uint64_t token = 0; ///< granted, lost, released: the fencing token value (0: none)
     acquire_outcome outcome = acquire_outcome::granted; ///< granted, not_granted

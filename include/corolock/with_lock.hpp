@@ -39,7 +39,8 @@ boost::asio::awaitable<std::optional<R>> run_body(Body& body, Lease& l) {
 
 // Runs `body(l)` while `l` is held, then releases `l` on every exit path (the shared part of
 // with_lock and its bounded forms).
-template <class Lease, class Body, class R = typename std::invoke_result_t<Body&, Lease&>::value_type>
+template <class Lease, class Body,
+          class R = typename std::invoke_result_t<Body&, Lease&>::value_type>
 boost::asio::awaitable<R> run_locked(Lease l, Body& body) {
     namespace asio = boost::asio;
     auto ex = co_await asio::this_coro::executor;

@@ -138,8 +138,8 @@ void acquire_op::complete(error_code ec, bool granted) {
     }
     lease out;
     if (granted) {
-        auto st = std::make_shared<lease_state>(core_->svc, spec_, owner_, member_, units_,
-                                                fsm.token());
+        auto st =
+            std::make_shared<lease_state>(core_->svc, spec_, owner_, member_, units_, fsm.token());
         svc_.watch(st, fsm.sent());
         out = lease_access::make(std::move(st));
     }

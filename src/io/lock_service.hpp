@@ -130,7 +130,7 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     // Strand only (and the lease_watch base).
     bool released = false;
     bool hold_counted = false; // its hold time went into the histograms (released or lost)
-    bool converted = false; // its record became another lease's (a downgrade, an upgrade)
+    bool converted = false;    // its record became another lease's (a downgrade, an upgrade)
     error lost_reason{};
     handler_list<completion> lost_waiters;
 
@@ -248,7 +248,7 @@ private:
     bool loop_running_ = false;
     clock::time_point planned_ = clock::time_point::max();
     acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
-    std::shared_ptr<forced_listener> forced_; // made with the first acquisition
+    std::shared_ptr<forced_listener> forced_;         // made with the first acquisition
     std::function<void(const lock_event&)> on_event_; // lock_metrics_options::on_event
 };
 

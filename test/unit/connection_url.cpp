@@ -6,6 +6,9 @@
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 using corolock::connection_config;
@@ -174,6 +177,41 @@ BOOST_AUTO_TEST_CASE(from_url_throws_the_reason) {
         BOOST_TEST(e.code() == error::invalid_url);
         BOOST_TEST(std::string(e.what()).find("invalid connection URL") != std::string::npos);
     }
+}
+
+// doc/usage.md states the URL's defaults and limits: each against the parser.
+BOOST_AUTO_TEST_CASE(doc_states_the_defaults_and_limits) {
+    std::ifstream in(std::string(COROLOCK_DOC_DIR) + "/usage.md");
+    BOOST_TEST_REQUIRE(in.good());
+    std::stringstream buf;
+    buf << in.rdbuf();
+    std::string doc = buf.str();
+    std::replace(doc.begin(), doc.end(), '\n', ' ');
+    auto refused = [](const std::string& url) {
+        connection_config cfg;
+        return corolock::parse_connection_url(url, cfg) == error::invalid_url;
+    };
+    BOOST_TEST(doc.find("`port` (1 to 65535, default 6379)") != std::string::npos);
+    BOOST_TEST(parsed("redis://h").port == "6379");
+    BOOST_TEST(refused("redis://h:0"));
+    BOOST_TEST(!refused("redis://h:1"));
+    BOOST_TEST(!refused("redis://h:65535"));
+    BOOST_TEST(refused("redis://h:65536"));
+    BOOST_TEST(doc.find("`database` (0 to 2147483647, default 0)") != std::string::npos);
+    BOOST_TEST(parsed("redis://h").database == 0);
+    BOOST_TEST(!refused("redis://h/2147483647"));
+    BOOST_TEST(refused("redis://h/2147483648"));
+    BOOST_TEST(doc.find("an absolute path of at most 107 bytes") != std::string::npos);
+    BOOST_TEST(!refused("unix:///" + std::string(106, 'p')));
+    BOOST_TEST(refused("unix:///" + std::string(107, 'p')));
+    BOOST_TEST(doc.find("the only query parameter") != std::string::npos);
+    BOOST_TEST(refused("redis://h?ssl=true"));
+    // with_lock_for bounds the wait, not the body (test/unit/with_lock.cpp checks the code).
+    BOOST_TEST(doc.find("bound the **wait for the lock**") != std::string::npos);
+    BOOST_TEST(doc.find("They do not bound the body") != std::string::npos);
+    // The per-call lease's limits are mutex_options::lease's.
+    BOOST_TEST(doc.find("the limits are `mutex_options::lease`'s (10 ms to 365 days") !=
+               std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -100,9 +100,10 @@ BOOST_FIXTURE_TEST_CASE(returns_the_body_value_and_keeps_void_bodies, lock_fixtu
         auto r = co_await corolock::with_lock(
             m, [](local_lease&) -> awaitable<receipt> { co_return receipt(7); });
         BOOST_TEST(r.number == 7);
-        auto owned = co_await corolock::with_lock(m, [](local_lease&) -> awaitable<std::unique_ptr<int>> {
-            co_return std::make_unique<int>(5); // move-only
-        });
+        auto owned =
+            co_await corolock::with_lock(m, [](local_lease&) -> awaitable<std::unique_ptr<int>> {
+                co_return std::make_unique<int>(5); // move-only
+            });
         BOOST_TEST(*owned == 5);
         bool ran = false;
         co_await corolock::with_lock(m, [&](local_lease&) -> awaitable<void> {
@@ -178,9 +179,10 @@ BOOST_FIXTURE_TEST_CASE(a_bounded_wait_times_out_without_running_the_body, lock_
         BOOST_TEST(!ran);
         // A negative wait is refused before anything is tried.
         std::optional<std::exception_ptr> neg;
-        spawn_bg(ioc,
-                 corolock::with_lock_for(m, -1s, [&](local_lease&) -> awaitable<void> { co_return; }),
-                 neg);
+        spawn_bg(
+            ioc,
+            corolock::with_lock_for(m, -1s, [&](local_lease&) -> awaitable<void> { co_return; }),
+            neg);
         co_await yield_a_few();
         BOOST_REQUIRE(neg.has_value());
         BOOST_TEST(code_of(*neg) == error::invalid_wait);
@@ -192,12 +194,13 @@ BOOST_FIXTURE_TEST_CASE(a_bounded_wait_times_out_without_running_the_body, lock_
 BOOST_FIXTURE_TEST_CASE(the_bound_is_on_the_wait_not_on_the_body, lock_fixture) {
     run([&]() -> awaitable<void> {
         // Granted within its 1 s wait, the body then runs 10 s (of a 30 s lease) to its end.
-        const int v = co_await corolock::with_lock_for(m, 1s, [&](local_lease& l) -> awaitable<int> {
-            backend.advance(10s);
-            co_await yield_a_few();
-            BOOST_TEST(l.valid());
-            co_return 3;
-        });
+        const int v =
+            co_await corolock::with_lock_for(m, 1s, [&](local_lease& l) -> awaitable<int> {
+                backend.advance(10s);
+                co_await yield_a_few();
+                BOOST_TEST(l.valid());
+                co_return 3;
+            });
         BOOST_TEST(v == 3);
         BOOST_TEST(co_await free_now());
     });
@@ -230,16 +233,16 @@ BOOST_FIXTURE_TEST_CASE(cancellation_while_waiting_and_while_running, lock_fixtu
         std::optional<std::exception_ptr> out2;
         bool body_cancelled = false;
         spawn_bg(ioc,
-                 corolock::with_lock(m,
-                                     [&](local_lease&) -> awaitable<int> {
-                                         asio::steady_timer forever(
-                                             co_await asio::this_coro::executor,
-                                             asio::steady_timer::time_point::max());
-                                         auto [ec] = co_await forever.async_wait(
-                                             asio::as_tuple(asio::use_awaitable));
-                                         body_cancelled = ec == asio::error::operation_aborted;
-                                         co_return 0;
-                                     }),
+                 corolock::with_lock(
+                     m,
+                     [&](local_lease&) -> awaitable<int> {
+                         asio::steady_timer forever(co_await asio::this_coro::executor,
+                                                    asio::steady_timer::time_point::max());
+                         auto [ec] =
+                             co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
+                         body_cancelled = ec == asio::error::operation_aborted;
+                         co_return 0;
+                     }),
                  out2, &running);
         co_await yield_a_few();
         BOOST_TEST(!co_await free_now());
