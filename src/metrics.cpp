@@ -197,21 +197,29 @@ void write_prometheus(std::string& out, const lock_stats& s, std::string_view pr
 
 void write_prometheus(std::string& out, const connection_stats& s, bool connected,
                       std::string_view prefix, std::span<const metric_label> labels) {
+    // The counters of connection_stats, in its order: family name, help, member.
+    struct counter {
+        std::string_view name, help;
+        std::uint64_t connection_stats::*value;
+    };
+    static constexpr counter counters[] = {
+        {"connects", "Connections made.", &connection_stats::connects},
+        {"commands", "Commands written.", &connection_stats::commands},
+        {"writes", "Socket writes (each carries many commands).", &connection_stats::writes},
+        {"replies", "Replies read.", &connection_stats::replies},
+        {"written_bytes", "Bytes written.", &connection_stats::bytes_written},
+        {"read_bytes", "Bytes read.", &connection_stats::bytes_read},
+        {"pushes", "RESP3 push frames received.", &connection_stats::pushes},
+        {"pushes_dropped", "Pub/sub messages dropped because a subscriber fell behind.",
+         &connection_stats::pushes_dropped},
+        {"resolves", "Masters found through Sentinel.", &connection_stats::resolves},
+        {"master_switches", "Sentinel switch-master messages that dropped the connection.",
+         &connection_stats::master_switches},
+    };
     exposition e(out, prefix, labels);
     e.single("connection_up", "gauge", "1 while connected to Redis.", connected ? 1 : 0);
-    e.single("connection_connects_total", "counter", "Connections made.", s.connects);
-    e.single("connection_commands_total", "counter", "Commands written.", s.commands);
-    e.single("connection_writes_total", "counter", "Socket writes (each carries many commands).",
-             s.writes);
-    e.single("connection_replies_total", "counter", "Replies read.", s.replies);
-    e.single("connection_written_bytes_total", "counter", "Bytes written.", s.bytes_written);
-    e.single("connection_read_bytes_total", "counter", "Bytes read.", s.bytes_read);
-    e.single("connection_pushes_total", "counter", "RESP3 push frames received.", s.pushes);
-    e.single("connection_pushes_dropped_total", "counter",
-             "Pub/sub messages dropped because a subscriber fell behind.", s.pushes_dropped);
-    e.single("connection_resolves_total", "counter", "Masters found through Sentinel.", s.resolves);
-    e.single("connection_master_switches_total", "counter",
-             "Sentinel switch-master messages that dropped the connection.", s.master_switches);
+    for (const auto& c : counters)
+        e.single("connection_" + std::string(c.name) + "_total", "counter", c.help, s.*c.value);
 }
 
 void write_prometheus(std::string& out, connection& conn, std::string_view prefix,

@@ -310,8 +310,10 @@ BOOST_AUTO_TEST_CASE(event_hook_in_order_with_durations) {
             BOOST_TEST((events[6].elapsed >= 80ms && events[6].elapsed < 5s));
             co_await again.async_release();
             // A fixed 200 ms lease runs out: lost (not released), elapsed about the lease.
-            corolock::mutex fixed(conn, "hook:fixed",
-                                  mutex_options{.lease = 200ms, .watchdog = false});
+            mutex_options fixed_lease;
+            fixed_lease.lease = 200ms;
+            fixed_lease.watchdog = false;
+            corolock::mutex fixed(conn, "hook:fixed", fixed_lease);
             lease f = co_await fixed.async_acquire();
             auto [lec] = co_await f.async_wait_lost(tuple_deferred);
             BOOST_TEST(lec == error::lease_lost);
@@ -390,7 +392,7 @@ BOOST_AUTO_TEST_CASE(a_lease_per_call_and_refusals_that_name_the_cause) {
         [&]() -> awaitable<void> {
             conn.async_run(asio::detached);
             corolock::mutex m(conn, "percall"); // the default lease: 30 s
-            lease short_one = co_await m.async_acquire_with({.lease = 300ms});
+            lease short_one = co_await m.async_acquire_with({.lease = 300ms, .wait = 10s});
             auto ttl = co_await m.async_remaining_ttl();
             BOOST_TEST((ttl > 0 && ttl <= 300));
             co_await sleep_for(700ms); // renewed by the watchdog at its own lease/3
@@ -402,7 +404,8 @@ BOOST_AUTO_TEST_CASE(a_lease_per_call_and_refusals_that_name_the_cause) {
             ttl = co_await m.async_remaining_ttl();
             BOOST_TEST(ttl > 20000);
             co_await normal.async_release();
-            auto [lec, bad] = co_await m.async_acquire_with({.lease = 5ms}, tuple_deferred);
+            auto [lec, bad] =
+                co_await m.async_acquire_with({.lease = 5ms, .wait = 1s}, tuple_deferred);
             BOOST_TEST(lec == error::invalid_lease);
             auto [wec, w] =
                 co_await m.async_acquire_with({.lease = 1s, .wait = -1ms}, tuple_deferred);

@@ -1,14 +1,12 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // parse_connection_url: every accepted form, and URLs of every broken shape, each refused with
 // a reason and without touching the config.
+#include "common/doc_text.hpp"
 #include <corolock/config.hpp>
 
 #include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 using corolock::connection_config;
@@ -181,12 +179,7 @@ BOOST_AUTO_TEST_CASE(from_url_throws_the_reason) {
 
 // doc/usage.md states the URL's defaults and limits: each against the parser.
 BOOST_AUTO_TEST_CASE(doc_states_the_defaults_and_limits) {
-    std::ifstream in(std::string(COROLOCK_DOC_DIR) + "/usage.md");
-    BOOST_TEST_REQUIRE(in.good());
-    std::stringstream buf;
-    buf << in.rdbuf();
-    std::string doc = buf.str();
-    std::replace(doc.begin(), doc.end(), '\n', ' ');
+    const std::string doc = corolock::test::doc_text("usage.md");
     auto refused = [](const std::string& url) {
         connection_config cfg;
         return corolock::parse_connection_url(url, cfg) == error::invalid_url;
