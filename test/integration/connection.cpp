@@ -854,8 +854,6 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_requests_queued_frees_them) {
     BOOST_TEST(connection_alive.expired());
 }
 
-BOOST_AUTO_TEST_SUITE_END()
-
 // issue 21: `connection conn(ioc)` and a URL carry user, percent-encoded password, database and
 // socket to a real server; a refused URL never reaches one.
 BOOST_AUTO_TEST_CASE(url_and_io_context_constructor) {
@@ -903,3 +901,5 @@ BOOST_AUTO_TEST_CASE(url_and_io_context_constructor) {
                    std::string(e.what()).find("'/db2'") != std::string::npos;
         });
 }
+
+BOOST_AUTO_TEST_SUITE_END()
