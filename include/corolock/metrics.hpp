@@ -141,9 +141,10 @@ COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lock_event_kind k);
 
 /// One step of an acquisition or a lease, given to `lock_metrics_options::on_event`. Every
 /// acquire_start is followed by one granted or not_granted; every granted by one lost (a stopped
-/// connection included) or released, except a lease that a `shared_mutex` upgrade or downgrade
-/// turned into another (no event; the new lease reports no granted) and leases left when the
-/// io_context is destroyed. The views are valid only during the call.
+/// connection included) or released, and a released by a lost when its release then finds the
+/// key gone or taken (`release_refused`). Exceptions: a lease that a `shared_mutex` upgrade or
+/// downgrade turned into another (no event; the new lease reports no granted), and leases left
+/// when the io_context is destroyed. The views are valid only during the call.
 struct lock_event {
     lock_event_kind kind = lock_event_kind::acquire_start; ///< what happened
     std::string_view name;                                 ///< the lock's name
