@@ -20,8 +20,10 @@ foreach(header ${headers})
             # the template head sits between the comment and the function
         elseif(line MATCHES "^[ ]*auto (async_[a-z_]+)\\(")
             set(fn ${CMAKE_MATCH_1})
-            # An overload right below its sibling shares the sibling's comment.
-            if(comment STREQUAL "" AND fn STREQUAL last_fn)
+            # An overload right below its sibling shares the sibling's comment; a short one that
+            # starts with "As above" (for the API reference) says so.
+            if(fn STREQUAL last_fn AND (comment STREQUAL "" OR comment MATCHES "^[ ]*/// As above"))
+                set(comment "")
                 continue()
             endif()
             set(last_fn ${fn})

@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
     cmake g++ make pkg-config clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
     libssl-dev openssl redis-server redis-tools redis-sentinel procps iptables iproute2
-    wrk curl
+    wrk curl doxygen
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -30,7 +30,7 @@ package_present() {
     procps) command -v ps >/dev/null 2>&1 ;;
     iptables) command -v iptables >/dev/null 2>&1 ;;
     iproute2) command -v ip >/dev/null 2>&1 ;;
-    wrk | curl) command -v "$pkg" >/dev/null 2>&1 ;;
+    wrk | curl | doxygen) command -v "$pkg" >/dev/null 2>&1 ;;
     libboost1.81-dev) grep -qs 'define BOOST_VERSION 1081' /usr/include/boost/version.hpp ;;
     libboost-test1.81-dev) compgen -G '/usr/lib/*/libboost_unit_test_framework.so.1.81*' >/dev/null ;;
     libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;

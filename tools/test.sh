@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds corolock and runs every test: the g++ build with unit, header, integration and example
-# tests, then an ASan+UBSan build, a TSan build, the RESP3 fuzzer, a clang++-14 build of the
-# library and tests (unit tests run), and the consumer test (installed package, pkg-config,
-# add_subdirectory, FetchContent; static and shared). Every stage runs even if an earlier one
+# Builds corolock and runs every test: the g++ build with unit, header, doc (API reference, the
+# claims and commands in the pages), integration and example tests, then an ASan+UBSan build, a
+# TSan build, the RESP3 fuzzer, a clang++-14 build of the library and tests (unit tests run),
+# and the consumer test (installed package, pkg-config, add_subdirectory, FetchContent; static
+# and shared). Every stage runs even if an earlier one
 # failed; the summary at the end says which did, and the exit status is non-zero if any did.
 # The build trees are those of CMakePresets.json; tools/setup.sh installs the packages first.
 #
@@ -21,7 +22,7 @@ for arg in "$@"; do
     case $arg in
     --quick) quick=true ;;
     -h | --help)
-        sed -n '2,13p' "$0"
+        sed -n '2,14p' "$0"
         exit 0
         ;;
     *)

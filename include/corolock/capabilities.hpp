@@ -27,7 +27,9 @@ enum class lock_owner : std::uint8_t {
 COROLOCK_DECL std::string_view to_string(fencing_kind f) noexcept;
 /// "acquisition", "session".
 COROLOCK_DECL std::string_view to_string(lock_owner o) noexcept;
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, fencing_kind f);
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lock_owner o);
 
 /// The guarantees of a lock backend, as compile-time constants: each lock handle has

@@ -36,12 +36,16 @@ struct claim_access;
 /// object (distinct objects, safe; one object, not safe).
 class COROLOCK_DECL claim {
 public:
+    /// A retention window.
     using duration = std::chrono::steady_clock::duration;
+    /// A point on the steady clock (`valid_until()`).
     using time_point = std::chrono::steady_clock::time_point;
 
     /// An empty claim.
     claim() noexcept = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     claim(claim&& other) noexcept;
+    /// Gives up what this object holds, then takes `other`'s; `other` is left empty.
     claim& operator=(claim&& other) noexcept;
     claim(const claim&) = delete;
     claim& operator=(const claim&) = delete;

@@ -72,9 +72,11 @@ struct cluster_stats {
 /// its state on an internal strand. The object must outlive every operation started on it.
 class COROLOCK_DECL cluster {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
 
-    /// No I/O: `async_run` fetches the topology.
+    /// Makes a cluster on `ex`, not yet connected: start `async_run`. `log` receives the cluster's
+    /// lines and the lock layer's.
     explicit cluster(executor_type ex, cluster_config cfg = {}, logger log = {});
     /// On `ioc.get_executor()`: `cluster c(ioc, cfg);`.
     explicit cluster(boost::asio::io_context& ioc, cluster_config cfg = {}, logger log = {});
@@ -89,7 +91,10 @@ public:
     cluster(const cluster&) = delete;
     cluster& operator=(const cluster&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The configuration given at construction.
     const cluster_config& config() const noexcept;
 
     /// Learns the topology from the seeds, then refreshes it every `refresh_interval` (and on
@@ -133,6 +138,7 @@ public:
             },
             token, this, routing_key, &req, detail::make_adapter(resp));
     }
+    /// As above, for a request whose replies are read and dropped (`corolock::ignore`).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_exec(std::string_view routing_key, const request& req, ignore_t,
                     CompletionToken&& token = {}) {
@@ -172,6 +178,7 @@ public:
     /// True while every slot has a master in the map and the cluster is running.
     bool is_connected() const noexcept;
 
+    /// A snapshot of the counters (each read on its own, relaxed).
     cluster_stats stats() const noexcept;
 
 private:

@@ -16,8 +16,11 @@ namespace corolock {
 
 /// A server's TCP address (host name or IP literal, and port).
 struct address {
+    /// Host name or IP literal.
     std::string host;
+    /// TCP port: a number or a service name.
     std::string port;
+    /// Compares every field.
     friend bool operator==(const address&, const address&) = default;
 };
 
@@ -30,9 +33,11 @@ struct sentinel_config {
     /// Bootstrap Sentinels, tried in order (the list is refreshed with SENTINEL SENTINELS; these
     /// entries are always kept).
     std::vector<address> addresses;
+    /// The name the Sentinels monitor the master under (`SENTINEL MONITOR <name> ...`).
     std::string master_name;
     /// ACL user (empty: "default") and password (empty: no AUTH) for the Sentinels only.
     std::string username;
+    /// Password (empty: no AUTH).
     std::string password;
     /// TLS to the Sentinels (the connection's ssl::context is used); `connection_config::use_tls`
     /// is for the master.
@@ -66,6 +71,7 @@ struct sentinel_config {
 struct connection_config {
     /// TCP address. Loopback by default; use a hostname or an IPv4/IPv6 literal.
     std::string host = "127.0.0.1";
+    /// TCP port: a number or a service name.
     std::string port = "6379";
     /// When non-empty, connect to this unix-domain socket instead of host:port.
     std::string unix_socket;
@@ -76,6 +82,7 @@ struct connection_config {
 
     /// ACL user (empty: "default") and password (empty: no AUTH) sent with HELLO 3.
     std::string username;
+    /// Password (empty: no AUTH).
     std::string password;
     /// SELECT this database after HELLO (0: no SELECT).
     int database = 0;
@@ -91,6 +98,7 @@ struct connection_config {
     /// First wait before reconnecting; doubles with each failed attempt up to
     /// `reconnect_wait_max`, with full jitter (0: never reconnect; async_run completes).
     std::chrono::steady_clock::duration reconnect_wait = std::chrono::milliseconds(100);
+    /// The cap of that doubling.
     std::chrono::steady_clock::duration reconnect_wait_max = std::chrono::seconds(5);
     /// How long a request not yet written waits for a (re)connection before it fails with
     /// `error::not_connected` (0: wait until async_run ends).
@@ -116,6 +124,7 @@ struct connection_config {
     /// it); the rest of the reply is read and dropped and the connection stays up. 256 Ki nodes
     /// bound the nodes of one reply to about 16 MiB.
     std::size_t max_reply_nodes = 256u * 1024u;
+    /// The RESP3 parser's bounds for every reply.
     resp3::parser_limits limits;
     /// Messages buffered per subscription for a slow reader; beyond it the oldest is dropped
     /// (and counted), so replies never wait for a push consumer.

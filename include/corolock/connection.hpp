@@ -40,7 +40,9 @@ struct access; // src/io/access.hpp: the one door to the implementation objects
 
 /// A pub/sub message.
 struct message {
+    /// The channel it was published on.
     std::string channel;
+    /// The published text.
     std::string payload;
 };
 
@@ -48,7 +50,9 @@ struct message {
 struct connection_stats {
     std::uint64_t commands = 0; ///< commands written
     std::uint64_t writes = 0;   ///< socket writes (one write carries many requests)
+    /// Bytes written to the sockets.
     std::uint64_t bytes_written = 0;
+    /// Bytes read from the sockets.
     std::uint64_t bytes_read = 0;
     std::uint64_t replies = 0;         ///< replies matched to requests
     std::uint64_t pushes = 0;          ///< RESP3 push frames received
@@ -65,7 +69,9 @@ struct connection_stats {
 class COROLOCK_DECL subscription {
 public:
     subscription() = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     subscription(subscription&&) noexcept = default;
+    /// Gives up what this object holds, then takes `other`'s; `other` is left empty.
     subscription& operator=(subscription&& other) noexcept;
     ~subscription();
 
@@ -112,10 +118,11 @@ private:
 /// its state on an internal strand. The object must outlive every operation started on it.
 class COROLOCK_DECL connection {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
 
-    /// No I/O: `async_run` connects. The executor runs the connection's strand and is the
-    /// default executor of its completions.
+    /// Makes a connection on `ex`, not yet connected: start `async_run`. `log` receives the
+    /// connection's lines and the lock layer's.
     explicit connection(executor_type ex, connection_config cfg = {}, logger log = {});
     /// On `ioc.get_executor()`, as Boost.Redis and Boost.MySQL allow: `connection conn(ioc);`.
     explicit connection(boost::asio::io_context& ioc, connection_config cfg = {}, logger log = {});
@@ -130,7 +137,10 @@ public:
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The configuration given at construction.
     const connection_config& config() const noexcept;
 
     /// Connects, sends HELLO 3 (with AUTH and SETNAME) and SELECT, then reads and writes until
@@ -178,6 +188,7 @@ public:
             },
             token, this, &req, detail::make_adapter(resp));
     }
+    /// As above, for a request whose replies are read and dropped (`corolock::ignore`).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_exec(const request& req, ignore_t, CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, std::size_t)>(
@@ -223,6 +234,7 @@ public:
     /// True while a connection is established and set up.
     bool is_connected() const noexcept;
 
+    /// A snapshot of the counters (each read on its own, relaxed).
     connection_stats stats() const noexcept;
 
 private:

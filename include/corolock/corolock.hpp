@@ -30,4 +30,9 @@
 #include <corolock/version.hpp>
 #include <corolock/with_lock.hpp>
 
+/// \namespace corolock
+/// The public API: connections, locks, leases, errors, metrics.
+/// \namespace corolock::resp3
+/// The RESP3 wire codec: a parser and a serializer, no Asio inside.
+
 #endif

@@ -12,6 +12,7 @@
 
 namespace corolock {
 
+/// The error type of every completion.
 using error_code = boost::system::error_code;
 
 /// Every error corolock reports itself. Values start at 1 (0 means success).
@@ -116,17 +117,23 @@ enum class condition {
     not_executed,
 };
 
+/// The `"corolock"` category of `corolock::error`.
 COROLOCK_DECL const boost::system::error_category& error_category() noexcept;
+/// The category of `corolock::condition`.
 COROLOCK_DECL const boost::system::error_category& condition_category() noexcept;
 
+/// The `error_code` of `e`; found by ADL, so `error_code ec = error::lease_lost;` works.
 inline error_code make_error_code(error e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
+/// The `error_condition` of `c`, for `ec == condition::lock_lost` tests.
 inline boost::system::error_condition make_error_condition(condition c) noexcept {
     return {static_cast<int>(c), condition_category()};
 }
 
+/// Prints the error's message.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, error e);
+/// Prints the condition's message.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, condition c);
 
 /// The code for a server's error reply, from its text (`MOVED 3999 127.0.0.1:6381`, `LOADING

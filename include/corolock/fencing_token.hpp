@@ -22,6 +22,7 @@ enum class lock_backend : std::uint8_t {
 
 /// "redis", "local", ...
 COROLOCK_DECL std::string_view to_string(lock_backend b) noexcept;
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lock_backend b);
 
 /// A fencing token with the backend that issued it. Tokens of one lock and one backend only

@@ -37,6 +37,7 @@ struct latch_options {
     /// the latch after a wait drawn from [d/2, d], d doubling from retry_base (at least 1 ms) to
     /// retry_max (at least retry_base, at most 1 hour), reset by any progress seen.
     std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(200);
+    /// The cap of that back-off.
     std::chrono::steady_clock::duration retry_max = std::chrono::seconds(5);
 };
 
@@ -74,8 +75,11 @@ struct latch_state {
 /// pending awaits (`operation_aborted`).
 class COROLOCK_DECL latch {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
 
     /// No I/O. Invalid names and options are reported by each operation.
@@ -88,8 +92,12 @@ public:
     latch(const latch&) = delete;
     latch& operator=(const latch&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The options given at construction.
     const latch_options& options() const noexcept;
 
     /// Makes the latch with `target` participants, or returns the round in place: a closed latch

@@ -72,6 +72,7 @@ void fail_empty(Handler h) {
 /// clock. The body uses KEYS and ARGV as usual.
 class COROLOCK_DECL fenced_script {
 public:
+    /// Wraps `body` in the token check; the body's own KEYS and ARGV follow the lease's.
     explicit fenced_script(std::string_view body);
     /// The script sent for a mutex's lease.
     const script& wrapped() const noexcept { return script_; }
@@ -105,11 +106,13 @@ class nested_hold;
 /// context: destroy leases before the io_context they were acquired on (as any Asio object).
 class COROLOCK_DECL lease {
 public:
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
 
     /// An empty lease (owns nothing): also what a try-acquire gives when another owner holds the
     /// lock.
     lease() noexcept = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     lease(lease&&) noexcept = default;
     /// Releases what this lease owned (without waiting), then takes `other`'s.
     lease& operator=(lease&&) noexcept = default;
@@ -117,6 +120,7 @@ public:
 
     /// True if this object owns an acquisition it has not released (it may have been lost).
     bool owns() const noexcept { return share_.get() != nullptr; }
+    /// Same as `owns()`.
     explicit operator bool() const noexcept { return owns(); }
 
     /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
@@ -256,7 +260,9 @@ private:
 class COROLOCK_DECL nested_hold {
 public:
     nested_hold() noexcept = default;
+    /// True if this object holds what it was given and has not ended or released it.
     bool owns() const noexcept { return share_.get() != nullptr; }
+    /// Same as `owns()`.
     explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;

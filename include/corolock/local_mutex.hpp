@@ -32,10 +32,15 @@ struct local_grant;
 /// It has no static `now()` (read `local_backend::now()`), and its time points are a type of
 /// their own, so they never mix with `steady_clock`'s by mistake. Time starts at the epoch.
 struct local_clock {
+    /// As the standard clocks.
     using rep = std::int64_t;
+    /// As the standard clocks.
     using period = std::nano;
+    /// As the standard clocks.
     using duration = std::chrono::nanoseconds;
+    /// As the standard clocks.
     using time_point = std::chrono::time_point<local_clock, duration>;
+    /// Never goes back: only the test advances it.
     static constexpr bool is_steady = true;
 };
 
@@ -64,7 +69,9 @@ struct local_mutex_options {
 /// associated executor, else the backend's.
 class COROLOCK_DECL local_backend {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = local_clock;
 
     /// Completions without an associated executor run on `ex`. The clock starts at the epoch.
@@ -73,6 +80,8 @@ public:
     local_backend(const local_backend&) = delete;
     local_backend& operator=(const local_backend&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
     /// The backend's current time.
     clock::time_point now() const noexcept;
@@ -103,10 +112,12 @@ class local_hold;
 /// empty lease on the token's associated executor.
 class COROLOCK_DECL local_lease {
 public:
+    /// The clock that deadlines and lease ends are read on.
     using clock = local_clock;
 
     /// An empty lease (owns nothing): also what a try-acquire gives when the lock is held.
     local_lease() noexcept = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     local_lease(local_lease&&) noexcept = default;
     /// Releases what this lease owned (without waiting), then takes `other`'s.
     local_lease& operator=(local_lease&& other) noexcept;
@@ -114,6 +125,7 @@ public:
 
     /// True if this object owns an acquisition it has not released (it may have been lost).
     bool owns() const noexcept { return grant_ != nullptr; }
+    /// Same as `owns()`.
     explicit operator bool() const noexcept { return owns(); }
     /// Owns, not lost, and the backend's clock is before `valid_until()`.
     bool valid() const noexcept;
@@ -209,12 +221,15 @@ private:
 class COROLOCK_DECL local_hold {
 public:
     local_hold() noexcept = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     local_hold(local_hold&&) noexcept = default;
     /// Ends this hold, then takes `other`'s.
     local_hold& operator=(local_hold&& other) noexcept;
     ~local_hold();
 
+    /// True if this object holds what it was given and has not ended or released it.
     bool owns() const noexcept { return grant_ != nullptr; }
+    /// Same as `owns()`.
     explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
@@ -260,8 +275,11 @@ private:
 /// live on.
 class COROLOCK_DECL local_mutex {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = local_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
     /// What an acquisition gives.
     using lease_type = local_lease;
@@ -282,8 +300,12 @@ public:
     local_mutex(const local_mutex&) = delete;
     local_mutex& operator=(const local_mutex&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The options given at construction.
     const local_mutex_options& options() const noexcept;
 
     /// Waits until the lock is ours.

@@ -28,6 +28,7 @@ enum class acquire_outcome {
     error,          ///< any other error
     server_timeout, ///< server_timeout: the deadline passed with no attempt answered
 };
+/// Number of `acquire_outcome` values.
 inline constexpr std::size_t acquire_outcome_count = 6;
 
 /// Why a held lease was lost (one count per lost lease).
@@ -39,18 +40,25 @@ enum class lease_loss {
     replicas_not_synced, ///< a renewal's WAIT saw too few replicas
     connection_stopped,  ///< the connection was stopped while it was held
 };
+/// Number of `lease_loss` values.
 inline constexpr std::size_t lease_loss_count = 6;
 
+/// The value's name, as the metrics label it.
 COROLOCK_DECL std::string_view to_string(acquire_outcome o) noexcept;
+/// The value's name, as the metrics label it.
 COROLOCK_DECL std::string_view to_string(lease_loss l) noexcept;
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, acquire_outcome o);
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lease_loss l);
 
 /// A fixed-bucket histogram of durations, as Prometheus counts them: a sample goes in the first
 /// bucket whose upper bound it does not exceed. The bounds are log-spaced (1, 2.5, 5 per decade)
 /// from 100 µs to 30 s; the last bucket holds what exceeds 30 s.
 struct COROLOCK_DECL duration_histogram {
+    /// The unit of samples and bounds.
     using duration = std::chrono::nanoseconds;
+    /// Number of finite bounds; there is one bucket more.
     static constexpr std::size_t bound_count = 17;
     /// Upper bounds (inclusive) of the first `bound_count` buckets.
     static constexpr std::array<duration, bound_count> bounds = {
@@ -117,9 +125,11 @@ struct lock_stats {
     /// order the names were first seen; the overflow entry, if any, comes last.
     std::vector<named_lock_stats> by_name;
 
+    /// `acquires` for the outcome `o`.
     std::uint64_t acquired(acquire_outcome o) const noexcept {
         return acquires[static_cast<std::size_t>(o)];
     }
+    /// `lost` for the reason `l`.
     std::uint64_t lost_by(lease_loss l) const noexcept { return lost[static_cast<std::size_t>(l)]; }
 };
 

@@ -41,10 +41,12 @@ struct multi_lease_access;
 /// Executors, lifetime: as `lease`.
 class COROLOCK_DECL multi_lease {
 public:
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
 
     /// Owns nothing: also what a try-acquire gives when another owner holds one of the names.
     multi_lease() noexcept = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     multi_lease(multi_lease&&) noexcept = default;
     /// Releases what this multi_lease owned (without waiting), then takes `other`'s.
     multi_lease& operator=(multi_lease&&) noexcept = default;
@@ -52,6 +54,7 @@ public:
 
     /// True if this object owns an acquisition it has not released (a member may be lost).
     bool owns() const noexcept { return !members_.empty(); }
+    /// Same as `owns()`.
     explicit operator bool() const noexcept { return owns(); }
 
     /// Owns, and every member is valid (not reported lost, before its local deadline).
@@ -138,8 +141,11 @@ private:
 /// pending acquires (`operation_aborted`); multi_leases already given out live on.
 class COROLOCK_DECL multi_lock {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
 
     /// No I/O. `opts` applies to every name. An empty set or a name given twice is reported by
@@ -152,9 +158,12 @@ public:
     multi_lock(const multi_lock&) = delete;
     multi_lock& operator=(const multi_lock&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
     /// The names in acquisition order (sorted, as given when they contain a duplicate).
     const std::vector<std::string>& names() const noexcept;
+    /// The options given at construction.
     const mutex_options& options() const noexcept;
 
     /// Waits until every name is ours.

@@ -67,6 +67,7 @@ struct mutex_options {
     /// retry_base (at least 1 ms) to retry_max (at least retry_base), full jitter, capped by the
     /// holder's remaining lease and the wait deadline.
     std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(50);
+    /// The cap of that back-off.
     std::chrono::steady_clock::duration retry_max = std::chrono::seconds(2);
     /// How long the lock's fence key outlives the last acquisition's lease (1 ms to 365 days).
     /// It keeps tokens increasing when the server clock steps back within that time; see
@@ -115,8 +116,11 @@ COROLOCK_DECL void set_lock_metrics(cluster& c, lock_metrics_options opts);
 /// pending acquires (they complete with `operation_aborted`); leases already given out live on.
 class COROLOCK_DECL mutex {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
     /// What an acquisition gives.
     using lease_type = lease;
@@ -143,8 +147,12 @@ public:
     mutex(const mutex&) = delete;
     mutex& operator=(const mutex&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The options given at construction.
     const mutex_options& options() const noexcept;
 
     /// Waits until the lock is ours.

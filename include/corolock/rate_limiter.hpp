@@ -64,8 +64,11 @@ struct rate_decision {
 /// its sleeping acquires (as `cancel`).
 class COROLOCK_DECL rate_limiter {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// A wait, lease or window length on `clock`.
     using duration = std::chrono::steady_clock::duration;
+    /// The type-erased handler that `async_acquire` hands to the compiled code.
     using handler_type = boost::asio::any_completion_handler<void(error_code, rate_decision)>;
 
     /// No I/O. Invalid arguments are reported by every call (`invalid_name`, `invalid_argument`).
@@ -77,8 +80,12 @@ public:
     rate_limiter(const rate_limiter&) = delete;
     rate_limiter& operator=(const rate_limiter&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The limit given at construction.
     const rate_limit& limit() const noexcept;
 
     /// Takes `cost` units now if the limit allows it, else nothing. One script, one round trip.

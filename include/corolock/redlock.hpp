@@ -44,6 +44,7 @@ struct redlock_options {
     /// Back-off between rounds when no release message arrives: exponential from retry_base (at
     /// least 1 ms) to retry_max (at least retry_base), full jitter, capped by the deadline.
     std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(50);
+    /// The cap of that back-off.
     std::chrono::steady_clock::duration retry_max = std::chrono::seconds(2);
     /// Report the lease lost after this total hold time, up to 365 days (0: no limit).
     std::chrono::steady_clock::duration max_hold = std::chrono::steady_clock::duration::zero();
@@ -55,6 +56,7 @@ struct redlock_stats {
     std::uint64_t rounds_timed_out = 0;  ///< decided by the node timeout, not by the votes
     std::uint64_t validity_failures = 0; ///< a quorum that came too late (given back)
     std::uint64_t extensions = 0;        ///< extension rounds that reached a quorum
+    /// Leases reported lost.
     std::uint64_t leases_lost = 0;
     std::uint64_t releases_sent = 0; ///< owner-checked releases sent to every node
 };
@@ -75,17 +77,21 @@ struct redlock_stats {
 /// any thread. Lifetime: destroy leases before the io_context they were acquired on.
 class COROLOCK_DECL redlock_lease {
 public:
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
 
     /// An empty lease (owns nothing): also what a try-acquire gives when another owner holds a
     /// majority.
     redlock_lease() noexcept = default;
+    /// Takes `other`'s ownership; `other` is left empty.
     redlock_lease(redlock_lease&& other) noexcept = default;
     /// Releases what this lease owned (without waiting), then takes `other`'s.
     redlock_lease& operator=(redlock_lease&& other) noexcept;
     ~redlock_lease();
 
+    /// True if this object holds what it was given and has not ended or released it.
     bool owns() const noexcept { return state_ != nullptr; }
+    /// Same as `owns()`.
     explicit operator bool() const noexcept { return owns(); }
 
     /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
@@ -166,8 +172,11 @@ private:
 /// cancels its pending acquires (`operation_aborted`); leases already given out live on.
 class COROLOCK_DECL redlock {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
     /// What an acquisition gives.
     using lease_type = redlock_lease;
@@ -192,12 +201,15 @@ public:
 
     /// The first node's executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The options given at construction.
     const redlock_options& options() const noexcept;
     /// N, as configured.
     std::size_t size() const noexcept;
     /// N/2 + 1 of the configured N, whatever the nodes' state.
     std::size_t quorum() const noexcept { return size() / 2 + 1; }
+    /// A snapshot of the counters (each read on its own, relaxed).
     redlock_stats stats() const noexcept;
 
     /// Waits until a majority of the nodes is ours with validity left.

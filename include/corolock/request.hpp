@@ -71,6 +71,7 @@ public:
         push_range_impl(cmd, std::string_view{}, false, range);
     }
     template <class Range>
+    /// As above, with `prefix` between the command and the elements.
     void push_range(std::string_view cmd, std::string_view prefix, const Range& range) {
         push_range_impl(cmd, prefix, true, range);
     }
@@ -81,6 +82,7 @@ public:
     std::size_t expected_responses() const noexcept { return expected_; }
     /// Positions among the replies of those that answer a subscription command, in order.
     const std::vector<std::size_t>& subscription_replies() const noexcept { return guards_; }
+    /// True if no command was added.
     bool empty() const noexcept { return commands_ == 0; }
     /// The serialised commands.
     std::string_view payload() const noexcept { return payload_; }
@@ -90,12 +92,14 @@ public:
     /// `connection_config::allow_blocking_commands` is set.
     bool has_blocking_command() const noexcept { return blocking_; }
 
+    /// Removes every command; the buffer keeps its capacity.
     void clear() noexcept {
         payload_.clear();
         guards_.clear();
         commands_ = expected_ = 0;
         blocking_ = false;
     }
+    /// Reserves `bytes` for the serialised commands.
     void reserve(std::size_t bytes) { payload_.reserve(bytes); }
 
 private:

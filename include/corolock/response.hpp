@@ -20,6 +20,7 @@ using generic_response = std::vector<resp3::node>;
 /// Discards the replies. An error reply fails the exec with `classify_server_error(text)`:
 /// `server_error`, or a more precise code (`moved`, `loading`, ..., `wrong_type`).
 struct ignore_t {};
+/// Pass it as the response to read and drop the replies.
 inline constexpr ignore_t ignore{};
 
 /// The first error reply in a response, or nullptr.

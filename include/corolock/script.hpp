@@ -13,8 +13,10 @@ namespace corolock {
 /// answers NOSCRIPT (after SCRIPT FLUSH or a restart), once more with EVAL, which also caches it.
 class COROLOCK_DECL script {
 public:
+    /// Keeps `source` and its SHA1 (computed here, no I/O).
     explicit script(std::string source);
 
+    /// The Lua source text.
     const std::string& source() const noexcept { return source_; }
     /// 40 lowercase hex digits.
     const std::string& sha1() const noexcept { return sha1_; }

@@ -54,8 +54,11 @@ struct semaphore_usage {
 /// pending acquires; leases already given out live on.
 class COROLOCK_DECL semaphore {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
 
     /// No I/O. Invalid arguments (a limit of 0 or above 10^9, options out of range) are reported
@@ -67,9 +70,14 @@ public:
     semaphore(const semaphore&) = delete;
     semaphore& operator=(const semaphore&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The limit given at construction.
     std::size_t limit() const noexcept;
+    /// The options given at construction.
     const mutex_options& options() const noexcept;
 
     /// Waits until `permits` permits are ours, as one lease.

@@ -47,8 +47,11 @@ class cluster;
 /// its pending acquires; leases already given out live on.
 class COROLOCK_DECL shared_mutex {
 public:
+    /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
+    /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
+    /// A wait, lease or window length on `clock`.
     using duration = clock::duration;
 
     /// No I/O. Invalid arguments are reported by the first acquire.
@@ -59,8 +62,12 @@ public:
     shared_mutex(const shared_mutex&) = delete;
     shared_mutex& operator=(const shared_mutex&) = delete;
 
+    /// The executor given at construction. The object's own work runs on it, and so does any
+    /// completion whose handler has no associated executor.
     executor_type get_executor() const noexcept;
+    /// The name given at construction.
     const std::string& name() const noexcept;
+    /// The options given at construction.
     const mutex_options& options() const noexcept;
 
     /// Waits until this acquisition is the only writer and no reader holds.

@@ -23,6 +23,7 @@ struct parser_limits {
     /// Most elements declared by one aggregate (pairs count once for maps).
     std::size_t max_aggregate_size = 16u * 1024u * 1024u;
 
+    /// The largest `max_depth` a parser accepts.
     static constexpr std::size_t max_depth_cap = 64;
 };
 
@@ -38,6 +39,7 @@ struct parser_limits {
 /// caller must drop the connection.
 class COROLOCK_DECL parser {
 public:
+    /// A parser that enforces `limits`.
     explicit parser(parser_limits limits = {}) noexcept;
 
     /// Parses the next node of the message that starts at `buffer[0]`. Returns it, or nullopt
@@ -54,6 +56,7 @@ public:
     /// Prepares for the next message.
     void reset() noexcept;
 
+    /// The limits given at construction.
     const parser_limits& limits() const noexcept { return limits_; }
 
 private:

@@ -51,6 +51,7 @@ constexpr bool is_error(type t) noexcept {
 /// The wire byte of a type ('+', '-', ...).
 COROLOCK_DECL char to_code(type t) noexcept;
 
+/// Prints the value's name, for logs and test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, type t);
 
 /// One value of a reply, in pre-order. For aggregates `value` is empty and `aggregate_size` is the
@@ -59,22 +60,32 @@ COROLOCK_DECL std::ostream& operator<<(std::ostream& os, type t);
 /// A verbatim string's value keeps its three-byte format and colon (`txt:hello`): callers that
 /// want the text skip four bytes, callers that forward the value lose nothing.
 struct node_view {
+    /// The RESP3 type.
     type data_type = type::null;
+    /// An aggregate's declared element count (pairs for a map); 1 otherwise.
     std::size_t aggregate_size = 0;
+    /// Nesting depth: 0 for the top-level value.
     std::size_t depth = 0;
+    /// The value's bytes (empty for an aggregate).
     std::string_view value;
 };
 
 /// A node that owns its value.
 struct node {
+    /// The RESP3 type.
     type data_type = type::null;
+    /// An aggregate's declared element count (pairs for a map); 1 otherwise.
     std::size_t aggregate_size = 0;
+    /// Nesting depth: 0 for the top-level value.
     std::size_t depth = 0;
+    /// The value's bytes (empty for an aggregate).
     std::string value;
 
+    /// Compares every field.
     friend bool operator==(const node&, const node&) = default;
 };
 
+/// Prints the node's type, size, depth and value, for test failures.
 COROLOCK_DECL std::ostream& operator<<(std::ostream& os, const node& n);
 
 } // namespace corolock::resp3
