@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/assert.hpp>
@@ -630,6 +631,12 @@ cluster::cluster(executor_type ex, cluster_config cfg, logger log)
 cluster::cluster(executor_type ex, asio::ssl::context& tls, cluster_config cfg, logger log)
     : impl_(detail::make_abandonable<detail::cluster_impl>(ex, ex, &tls, std::move(cfg),
                                                            std::move(log))) {}
+
+cluster::cluster(asio::io_context& ioc, cluster_config cfg, logger log)
+    : cluster(ioc.get_executor(), std::move(cfg), std::move(log)) {}
+
+cluster::cluster(asio::io_context& ioc, asio::ssl::context& tls, cluster_config cfg, logger log)
+    : cluster(ioc.get_executor(), tls, std::move(cfg), std::move(log)) {}
 
 cluster::~cluster() {
     impl_->stop();

@@ -7,6 +7,7 @@
 #include <corolock/connection.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/system_executor.hpp>
@@ -96,6 +97,13 @@ connection::connection(executor_type ex, connection_config cfg, logger log)
 connection::connection(executor_type ex, asio::ssl::context& tls, connection_config cfg, logger log)
     : impl_(detail::make_abandonable<detail::connection_impl>(ex, ex, &tls, std::move(cfg),
                                                               std::move(log))) {}
+
+connection::connection(asio::io_context& ioc, connection_config cfg, logger log)
+    : connection(ioc.get_executor(), std::move(cfg), std::move(log)) {}
+
+connection::connection(asio::io_context& ioc, asio::ssl::context& tls, connection_config cfg,
+                       logger log)
+    : connection(ioc.get_executor(), tls, std::move(cfg), std::move(log)) {}
 
 connection::~connection() {
     impl_->stop();

@@ -37,7 +37,8 @@ const char* describe(error e) noexcept {
     case error::auth_failed:
         return "authentication failed (HELLO/AUTH refused)";
     case error::wrong_type:
-        return "a key of the wrong type exists at the lock's name";
+        return "a key of the wrong type exists at the name or at a key derived from it (its "
+               ":fence key, a reader set, a queue); it was left untouched";
     case error::subscribe_refused:
         return "the server refused the subscription (e.g. NOPERM: no rights on the channel)";
     case error::moved:
@@ -120,6 +121,8 @@ const char* describe(error e) noexcept {
         return "the count-down names a latch round that is over";
     case error::no_latch:
         return "no such latch (never created, or expired)";
+    case error::invalid_url:
+        return "invalid connection URL (parse_connection_url says why)";
     }
     return "unknown corolock error";
 }
@@ -150,7 +153,7 @@ public:
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);
         if (e == error::cross_slot || e == error::blocking_command || e == error::limit_mismatch ||
-            e == error::target_mismatch || e == error::no_latch)
+            e == error::target_mismatch || e == error::no_latch || e == error::invalid_url)
             return make_error_condition(condition::invalid_argument);
         if (e == error::too_many_redirects)
             return make_error_condition(condition::server_failure);

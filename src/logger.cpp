@@ -8,10 +8,15 @@ namespace corolock {
 void logger::log(level l, std::string_view msg) const {
     if (!enabled(l))
         return;
-    if (fn)
+    if (fn) {
         fn(l, msg);
-    else
-        std::clog << "corolock " << l << ": " << msg << '\n';
+        return;
+    }
+    // The layers' lines start with "corolock: " for a user's sink; this sink says it once.
+    constexpr std::string_view own = "corolock: ";
+    if (msg.starts_with(own))
+        msg.remove_prefix(own.size());
+    std::clog << "corolock " << l << ": " << msg << '\n';
 }
 
 std::ostream& operator<<(std::ostream& os, logger::level l) {

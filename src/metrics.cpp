@@ -1,8 +1,11 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include <corolock/connection.hpp>
 #include <corolock/metrics.hpp>
+#include <corolock/mutex.hpp>
 
 #include <algorithm>
 #include <ostream>
+#include <vector>
 
 namespace corolock {
 
@@ -13,12 +16,20 @@ constexpr std::string_view outcome_names[acquire_outcome_count] = {
 constexpr std::string_view loss_names[lease_loss_count] = {
     "expired",  "renewal_refused",     "release_refused",
     "max_hold", "replicas_not_synced", "connection_stopped"};
+constexpr std::string_view event_names[lock_event_kind_count] = {"acquire_start", "granted",
+                                                                 "not_granted", "lost", "released"};
 
 // Writes one exposition: the caller's labels go on every sample, before the sample's own.
 class exposition {
 public:
     exposition(std::string& out, std::string_view prefix, std::span<const metric_label> labels)
-        : out_(out), prefix_(prefix), labels_(labels) {}
+        : out_(out), prefix_(prefix), labels_(labels.begin(), labels.end()) {}
+
+    // Samples written until pop_label carry this label too (after the caller's).
+    void push_label(std::string_view name, std::string_view value) {
+        labels_.push_back({name, value});
+    }
+    void pop_label() { labels_.pop_back(); }
 
     void family(std::string_view name, std::string_view type, std::string_view help) {
         out_.append("# HELP ").append(prefix_).append("_").append(name).append(" ").append(help);
@@ -53,6 +64,10 @@ public:
     }
     void histogram(std::string_view name, std::string_view help, const duration_histogram& h) {
         family(name, "histogram", help);
+        histogram_samples(name, h);
+    }
+    // A histogram's samples (its family written before).
+    void histogram_samples(std::string_view name, const duration_histogram& h) {
         const std::string bucket = std::string(name) + "_bucket";
         std::uint64_t cumulative = 0;
         for (std::size_t b = 0; b < h.buckets.size(); ++b) {
@@ -95,7 +110,7 @@ private:
 
     std::string& out_;
     std::string_view prefix_;
-    std::span<const metric_label> labels_;
+    std::vector<metric_label> labels_;
 };
 
 } // namespace
@@ -116,6 +131,15 @@ std::ostream& operator<<(std::ostream& os, acquire_outcome o) {
 
 std::ostream& operator<<(std::ostream& os, lease_loss l) {
     return os << to_string(l);
+}
+
+std::string_view to_string(lock_event_kind k) noexcept {
+    const auto i = static_cast<std::size_t>(k);
+    return i < lock_event_kind_count ? event_names[i] : "unknown";
+}
+
+std::ostream& operator<<(std::ostream& os, lock_event_kind k) {
+    return os << to_string(k);
 }
 
 std::size_t duration_histogram::bucket_of(duration d) noexcept {
@@ -149,6 +173,59 @@ void write_prometheus(std::string& out, const lock_stats& s, std::string_view pr
     e.family("leases_lost_total", "counter", "Held leases lost, by reason.");
     for (std::size_t i = 0; i < lease_loss_count; ++i)
         e.sample("leases_lost_total", "reason", loss_names[i], s.lost[i]);
+    e.histogram("lease_hold_seconds", "Time from the grant to the release or the loss.", s.hold);
+    if (s.by_name.empty())
+        return;
+    e.family("named_acquires_total", "counter", "Lock acquisitions, by lock name and outcome.");
+    for (const auto& n : s.by_name) {
+        e.push_label("lock", n.name);
+        for (std::size_t i = 0; i < acquire_outcome_count; ++i)
+            e.sample("named_acquires_total", "outcome", outcome_names[i], n.acquires[i]);
+        e.pop_label();
+    }
+    e.family("named_leases_lost_total", "counter", "Held leases lost, by lock name.");
+    for (const auto& n : s.by_name)
+        e.sample("named_leases_lost_total", "lock", n.name, n.leases_lost);
+    const std::string_view hold_help = "Time from the grant to the release or the loss, by lock.";
+    e.family("named_lease_hold_seconds", "histogram", hold_help);
+    for (const auto& n : s.by_name) {
+        e.push_label("lock", n.name);
+        e.histogram_samples("named_lease_hold_seconds", n.hold);
+        e.pop_label();
+    }
+}
+
+void write_prometheus(std::string& out, const connection_stats& s, bool connected,
+                      std::string_view prefix, std::span<const metric_label> labels) {
+    // The counters of connection_stats, in its order: family name, help, member.
+    struct counter {
+        std::string_view name, help;
+        std::uint64_t connection_stats::*value;
+    };
+    static constexpr counter counters[] = {
+        {"connects", "Connections made.", &connection_stats::connects},
+        {"commands", "Commands written.", &connection_stats::commands},
+        {"writes", "Socket writes (each carries many commands).", &connection_stats::writes},
+        {"replies", "Replies read.", &connection_stats::replies},
+        {"written_bytes", "Bytes written.", &connection_stats::bytes_written},
+        {"read_bytes", "Bytes read.", &connection_stats::bytes_read},
+        {"pushes", "RESP3 push frames received.", &connection_stats::pushes},
+        {"pushes_dropped", "Pub/sub messages dropped because a subscriber fell behind.",
+         &connection_stats::pushes_dropped},
+        {"resolves", "Masters found through Sentinel.", &connection_stats::resolves},
+        {"master_switches", "Sentinel switch-master messages that dropped the connection.",
+         &connection_stats::master_switches},
+    };
+    exposition e(out, prefix, labels);
+    e.single("connection_up", "gauge", "1 while connected to Redis.", connected ? 1 : 0);
+    for (const auto& c : counters)
+        e.single("connection_" + std::string(c.name) + "_total", "counter", c.help, s.*c.value);
+}
+
+void write_prometheus(std::string& out, connection& conn, std::string_view prefix,
+                      std::span<const metric_label> labels) {
+    write_prometheus(out, get_lock_stats(conn), prefix, labels);
+    write_prometheus(out, conn.stats(), conn.is_connected(), prefix, labels);
 }
 
 } // namespace corolock

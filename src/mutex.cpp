@@ -27,6 +27,14 @@ lock_stats get_lock_stats(cluster& c) {
     return p ? p->stats() : lock_stats{};
 }
 
+void set_lock_metrics(connection& conn, lock_metrics_options opts) {
+    detail::lock_service::of(detail::access::impl(conn))->configure(std::move(opts));
+}
+
+void set_lock_metrics(cluster& c, lock_metrics_options opts) {
+    detail::lock_service::of(detail::access::impl(c))->configure(std::move(opts));
+}
+
 mutex::mutex(connection& conn, std::string name, mutex_options opts)
     : core_(std::make_shared<detail::mutex_core>()) {
     core_->spec = std::make_shared<const detail::lock_spec>(
@@ -67,8 +75,9 @@ clock::time_point mutex::deadline_in(duration wait) noexcept {
     return detail::deadline_in(wait);
 }
 
-void mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
-    detail::start_acquire(core_, deadline, once, std::move(h));
+void mutex::acquire_impl(clock::time_point deadline, bool once, duration lease_override,
+                         acquire_handler h) {
+    detail::start_acquire(core_, deadline, once, std::move(h), 0, lease_override);
 }
 
 void mutex::ttl_impl(asio::any_completion_handler<void(error_code, std::int64_t)> h) {

@@ -145,11 +145,15 @@ expect 404 GET /stock/nothing
 expect 200 GET /metrics
 grep -q '^flash_sale_orders_total{outcome="sold"} 1$' "$work/body" ||
     problem "GET /metrics: no sold count of 1"
-# The library's own series (corolock::write_prometheus): the probe's sale was one grant.
+# The library's own series (corolock::write_prometheus(out, conn)): the probe's sale was one
+# grant and one released lease; the connection is up.
 for series in '^corolock_acquires_total{outcome="granted"} [1-9]' \
     '^corolock_acquire_wait_seconds_bucket{le="\+Inf"} [1-9]' \
+    '^corolock_lease_hold_seconds_count [1-9]' \
     '^corolock_lease_renewal_rtt_seconds_count [0-9]' \
-    '^corolock_leases_lost_total{reason="expired"} 0$'; do
+    '^corolock_leases_lost_total{reason="expired"} 0$' \
+    '^corolock_connection_up 1$' \
+    '^corolock_connection_connects_total [1-9]'; do
     grep -Eq "$series" "$work/body" || problem "GET /metrics: no line matches $series"
 done
 

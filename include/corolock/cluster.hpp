@@ -78,8 +78,13 @@ public:
     /// Makes a cluster on `ex`, not yet connected: start `async_run`. `log` receives the cluster's
     /// lines and the lock layer's.
     explicit cluster(executor_type ex, cluster_config cfg = {}, logger log = {});
+    /// On `ioc.get_executor()`: `cluster c(ioc, cfg);`.
+    explicit cluster(boost::asio::io_context& ioc, cluster_config cfg = {}, logger log = {});
     /// With TLS: `tls` must outlive the cluster; set `cfg.node.use_tls`.
     cluster(executor_type ex, boost::asio::ssl::context& tls, cluster_config cfg = {},
+            logger log = {});
+    /// With TLS, on `ioc.get_executor()`.
+    cluster(boost::asio::io_context& ioc, boost::asio::ssl::context& tls, cluster_config cfg = {},
             logger log = {});
     /// Stops `async_run` and every node connection.
     ~cluster();

@@ -2,11 +2,14 @@
 #ifndef COROLOCK_CONFIG_HPP
 #define COROLOCK_CONFIG_HPP
 
+#include <corolock/detail/export.hpp>
+#include <corolock/error.hpp>
 #include <corolock/resp3/parser.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace corolock {
@@ -129,7 +132,29 @@ struct connection_config {
 
     /// Find the master through Sentinel (off while sentinel.addresses is empty).
     sentinel_config sentinel;
+
+    /// `base` with the server named by `url` (see `parse_connection_url`); throws
+    /// `boost::system::system_error` with `error::invalid_url` and the reason in `what()`.
+    COROLOCK_DECL static connection_config from_url(std::string_view url, connection_config base);
+    /// The defaults with the server named by `url`; throws as the overload above.
+    COROLOCK_DECL static connection_config from_url(std::string_view url);
 };
+
+/// Sets the address, TLS, credentials and database of `cfg` from a connection URL, as
+/// redis-py, Jedis and Lettuce write them; the other fields keep their values:
+/// - `redis://[[user]:password@]host[:port][/db]`: TCP (host: a name, an IPv4 literal or a
+///   bracketed IPv6 literal; port 1 to 65535, default 6379; db 0 to 2^31 - 1, default 0);
+/// - `rediss://...`: the same over TLS (`use_tls`; the connection needs an ssl::context);
+/// - `unix://[[user]:password@]/path/to/socket`: a unix-domain socket (no host, no port).
+/// The database may also be given as the only query parameter, `?db=N` (the one way for
+/// `unix://`). User and password are percent-decoded; a user needs a password (AUTH takes
+/// both). Nothing else is accepted: another scheme, a fragment, another query parameter, a
+/// database given twice, an empty or over-long path, a port or database out of range. No I/O.
+///
+/// Returns `error::invalid_url` (and the reason in `*why` when given), leaving `cfg`
+/// unchanged; else success.
+COROLOCK_DECL error_code parse_connection_url(std::string_view url, connection_config& cfg,
+                                              std::string* why = nullptr);
 
 } // namespace corolock
 

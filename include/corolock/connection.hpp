@@ -23,9 +23,12 @@
 #include <string_view>
 #include <utility>
 
-namespace boost::asio::ssl {
+namespace boost::asio {
+class io_context;
+namespace ssl {
 class context;
 }
+} // namespace boost::asio
 
 namespace corolock {
 
@@ -121,9 +124,14 @@ public:
     /// Makes a connection on `ex`, not yet connected: start `async_run`. `log` receives the
     /// connection's lines and the lock layer's.
     explicit connection(executor_type ex, connection_config cfg = {}, logger log = {});
-    /// With TLS: `tls` must outlive the connection; set `cfg.use_tls`.
+    /// On `ioc.get_executor()`, as Boost.Redis and Boost.MySQL allow: `connection conn(ioc);`.
+    explicit connection(boost::asio::io_context& ioc, connection_config cfg = {}, logger log = {});
+    /// With TLS: `tls` must outlive the connection; set `cfg.use_tls` (a `rediss://` URL does).
     connection(executor_type ex, boost::asio::ssl::context& tls, connection_config cfg = {},
                logger log = {});
+    /// With TLS, on `ioc.get_executor()`.
+    connection(boost::asio::io_context& ioc, boost::asio::ssl::context& tls,
+               connection_config cfg = {}, logger log = {});
     /// Stops `async_run` and fails outstanding requests with operation_aborted.
     ~connection();
     connection(const connection&) = delete;

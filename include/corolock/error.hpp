@@ -99,6 +99,9 @@ enum class error {
     target_mismatch,  ///< a latch's name is in use with another target count
     stale_generation, ///< a count-down names a latch round that is over (lock_lost)
     no_latch,         ///< a count-down or await names a latch that does not exist (expired)
+
+    // Connection URL (config.hpp; condition::invalid_argument)
+    invalid_url, ///< a connection URL that parse_connection_url refuses (the reason is returned)
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

@@ -3,15 +3,18 @@
 #define COROLOCK_METRICS_HPP
 
 #include <corolock/detail/export.hpp>
+#include <corolock/error.hpp>
 
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace corolock {
 
@@ -78,6 +81,18 @@ struct COROLOCK_DECL duration_histogram {
     static std::size_t bucket_of(duration d) noexcept;
 };
 
+/// The counters of one lock name (or of the names past the bound), kept when
+/// `lock_metrics_options::max_named_locks` is above 0.
+struct named_lock_stats {
+    /// The lock's name, or `lock_metrics_options::overflow_name` for the names past the bound.
+    std::string name;
+    /// Acquisitions by outcome, indexed by `acquire_outcome` (calls refused before anything
+    /// was sent are not counted per name).
+    std::array<std::uint64_t, acquire_outcome_count> acquires{};
+    std::uint64_t leases_lost = 0; ///< held leases lost, for any reason
+    duration_histogram hold;       ///< as `lock_stats::hold`, for this name
+};
+
 /// A snapshot of the lock layer's counters on one connection, from `get_lock_stats`. Counters
 /// only grow while the connection lives; `leases_held` and `waiters` are gauges. The counters
 /// are read one by one (relaxed): a snapshot taken under load may be a few events apart between
@@ -103,6 +118,12 @@ struct lock_stats {
     duration_histogram acquire_wait;
     /// Round trip of each watchdog renew script that got an answer.
     duration_histogram renewal_rtt;
+    /// How long each lease was held: from the grant to its release (when the release is sent)
+    /// or to its loss, whichever came first. Leases still held are not in it.
+    duration_histogram hold;
+    /// Per-name counters (empty unless `lock_metrics_options::max_named_locks` > 0), in the
+    /// order the names were first seen; the overflow entry, if any, comes last.
+    std::vector<named_lock_stats> by_name;
 
     /// `acquires` for the outcome `o`.
     std::uint64_t acquired(acquire_outcome o) const noexcept {
@@ -110,6 +131,53 @@ struct lock_stats {
     }
     /// `lost` for the reason `l`.
     std::uint64_t lost_by(lease_loss l) const noexcept { return lost[static_cast<std::size_t>(l)]; }
+};
+
+/// What a `lock_event` reports.
+enum class lock_event_kind {
+    acquire_start, ///< an acquisition started (its arguments were valid)
+    granted,       ///< it ended with a lease; `elapsed`: since acquire_start
+    not_granted,   ///< it ended without one (`outcome`, `ec`); `elapsed`: since acquire_start
+    lost,          ///< a held lease was lost (`ec`: why); `elapsed`: since the grant
+    released,      ///< a held lease's release was sent; `elapsed`: since the grant
+};
+/// The number of `lock_event_kind` values.
+inline constexpr std::size_t lock_event_kind_count = 5;
+
+/// The kind's name ("acquire_start", "granted", ...), for logs and test output.
+COROLOCK_DECL std::string_view to_string(lock_event_kind k) noexcept;
+/// Prints `to_string(k)`.
+COROLOCK_DECL std::ostream& operator<<(std::ostream& os, lock_event_kind k);
+
+/// One step of an acquisition or a lease, given to `lock_metrics_options::on_event`. Every
+/// acquire_start is followed by one granted or not_granted; every granted by one lost (a stopped
+/// connection included) or released, and a released by a lost when its release then finds the
+/// key gone or taken (`release_refused`). Exceptions: a lease that a `shared_mutex` upgrade or
+/// downgrade turned into another (no event; the new lease reports no granted), and leases left
+/// when the io_context is destroyed. The views are valid only during the call.
+struct lock_event {
+    lock_event_kind kind = lock_event_kind::acquire_start; ///< what happened
+    std::string_view name;                                 ///< the lock's name
+    std::chrono::nanoseconds elapsed{}; ///< see `lock_event_kind` (0 for acquire_start)
+    std::uint64_t token = 0; ///< granted, lost, released: the fencing token value (0: none)
+    acquire_outcome outcome = acquire_outcome::granted; ///< granted, not_granted
+    error_code ec; ///< not_granted: the error (none for busy); lost: the reason
+};
+
+/// Optional lock metrics of one connection (or cluster), set with `set_lock_metrics`
+/// (mutex.hpp). Both are off by default and then cost one branch each per event.
+struct lock_metrics_options {
+    /// Keep per-name counters (`lock_stats::by_name`) for up to this many names (0: none).
+    /// Names beyond it are added up under `overflow_name`, so a service that locks per order
+    /// id cannot grow the exposition without bound.
+    std::size_t max_named_locks = 0;
+    /// The `by_name` entry (and the `lock` label value) of the names beyond the bound. A lock
+    /// that is itself named so shares that entry.
+    std::string overflow_name = "_other";
+    /// Called for every `lock_event` (empty: off) on the connection's strand, in the order the
+    /// events happen for one acquisition and its lease: it must not block (record a span,
+    /// bump a counter). An exception from it is caught and dropped.
+    std::function<void(const lock_event&)> on_event;
 };
 
 /// A label added to every sample by `write_prometheus`.
@@ -123,7 +191,24 @@ struct metric_label {
 /// every sample carrying `labels`. Durations are in seconds. Write each family once per
 /// exposition: to export several connections, give each its own prefix, or one call per
 /// connection into separate scrapes. doc/metrics.md lists the series.
+/// With `s.by_name` non-empty, three more families carry a `lock` label: `named_acquires_total`,
+/// `named_leases_lost_total` and the `named_lease_hold_seconds` histogram.
 COROLOCK_DECL void write_prometheus(std::string& out, const lock_stats& s,
+                                    std::string_view prefix = "corolock",
+                                    std::span<const metric_label> labels = {});
+
+class connection;
+struct connection_stats;
+
+/// Appends a connection's own counters (`connection::stats()`) as `<prefix>_connection_*`
+/// families, and `<prefix>_connection_up` (`connected`: 1 or 0), in the same format.
+COROLOCK_DECL void write_prometheus(std::string& out, const connection_stats& s, bool connected,
+                                    std::string_view prefix = "corolock",
+                                    std::span<const metric_label> labels = {});
+
+/// Everything about `conn` in one exposition: its lock layer (`get_lock_stats`) and its own
+/// counters and state. Any thread; never blocks.
+COROLOCK_DECL void write_prometheus(std::string& out, connection& conn,
                                     std::string_view prefix = "corolock",
                                     std::span<const metric_label> labels = {});
 

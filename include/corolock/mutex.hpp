@@ -81,6 +81,16 @@ struct mutex_options {
     std::chrono::steady_clock::duration try_timeout = std::chrono::seconds(1);
 };
 
+/// Settings of one acquisition where the mutex's defaults do not fit (`mutex::async_acquire_with`).
+struct acquire_options {
+    /// This acquisition's lease in place of `mutex_options::lease` (0: the mutex's), with the
+    /// same limits (10 ms to 365 days, else `invalid_lease`). The watchdog, when on, renews it
+    /// every lease/3; the fence key outlives it by `mutex_options::fence_retention`.
+    std::chrono::steady_clock::duration lease = std::chrono::steady_clock::duration::zero();
+    /// How long to wait for the lock, as `async_acquire_for` (the default: no limit).
+    std::chrono::steady_clock::duration wait = std::chrono::steady_clock::duration::max();
+};
+
 class cluster;
 
 /// The lock layer's counters on `conn` (all zero before its first mutex): what operators graph.
@@ -88,6 +98,13 @@ class cluster;
 COROLOCK_DECL lock_stats get_lock_stats(connection& conn);
 /// The same for the mutexes over a cluster (one lock layer per cluster).
 COROLOCK_DECL lock_stats get_lock_stats(cluster& c);
+/// Turns on per-name counters and the event hook of the lock layer on `conn` (metrics.hpp): for
+/// every mutex, semaphore, shared_mutex and fair_mutex on it. Takes effect for what happens
+/// after the call (set it before the first acquisition); a second call replaces the options and
+/// keeps the counters. Any thread.
+COROLOCK_DECL void set_lock_metrics(connection& conn, lock_metrics_options opts);
+/// The same for the lock layer of a cluster.
+COROLOCK_DECL void set_lock_metrics(cluster& c, lock_metrics_options opts);
 
 /// A distributed lock on one name: a handle meant to be shared, like `std::mutex` (a class
 /// member used by every request handler is the intended use). It holds no ownership: every
@@ -204,6 +221,22 @@ public:
         return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
     }
 
+    /// As async_acquire_for(`o.wait`), with this call's own lease (`o.lease`) in place of the
+    /// mutex's: a long job and a short one can share one lock name.
+    ///
+    /// Completion signature: `void(error_code, lease)`.
+    /// Object lifetimes: as async_acquire.
+    /// Executor: as async_acquire.
+    /// Cancellation: as async_acquire.
+    /// Errors: as async_acquire_for; `invalid_lease` when `o.lease` is out of range (before
+    /// anything is sent).
+    /// Thread safety: any thread.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_acquire_with(const acquire_options& o, CompletionToken&& token = {}) {
+        return initiate(o.wait < duration::zero() ? clock::time_point::min() : deadline_in(o.wait),
+                        false, std::forward<CompletionToken>(token), o.lease);
+    }
+
     /// Cancels every pending acquire of this mutex (`operation_aborted`). Leases are untouched.
     void cancel();
 
@@ -243,15 +276,17 @@ private:
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
 
     template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
+    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token,
+                  duration lease_override = duration::zero()) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, lease)>(
-            [](auto handler, mutex* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
+            [](auto handler, mutex* self, clock::time_point deadline, bool once, duration l) {
+                self->acquire_impl(deadline, once, l, std::move(handler));
             },
-            token, this, deadline, once);
+            token, this, deadline, once, lease_override);
     }
     static clock::time_point deadline_in(duration wait) noexcept;
-    void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
+    void acquire_impl(clock::time_point deadline, bool once, duration lease_override,
+                      acquire_handler h);
     void ttl_impl(boost::asio::any_completion_handler<void(error_code, std::int64_t)> h);
     void force_unlock_impl(boost::asio::any_completion_handler<void(error_code, bool)> h);
 

@@ -42,7 +42,7 @@ lease_loss renewal_loss(const error_code& loss, bool renewed) noexcept {
     return renewed ? lease_loss::expired : lease_loss::renewal_refused;
 }
 
-lock_stats lock_metrics::snapshot() const noexcept {
+lock_stats lock_metrics::snapshot() const {
     lock_stats s;
     s.attempts = attempts.load(relaxed);
     s.pubsub_wakeups = pubsub_wakeups.load(relaxed);
@@ -62,7 +62,64 @@ lock_stats lock_metrics::snapshot() const noexcept {
     }
     s.acquire_wait = acquire_wait.snapshot();
     s.renewal_rtt = renewal_rtt.snapshot();
+    s.hold = hold.snapshot();
+    s.by_name = named.snapshot();
     return s;
+}
+
+namespace {
+
+void observe(duration_histogram& h, std::chrono::nanoseconds d) noexcept {
+    d = std::max(d, std::chrono::nanoseconds::zero());
+    ++h.buckets[duration_histogram::bucket_of(d)];
+    ++h.count;
+    h.sum += d;
+}
+
+} // namespace
+
+void named_metrics::configure(std::size_t max, std::string overflow_name) {
+    std::lock_guard lock(mutex_);
+    max_ = max;
+    overflow_name_ = std::move(overflow_name);
+    overflow_.name = overflow_name_;
+    on_.store(max > 0, std::memory_order_relaxed);
+}
+
+named_lock_stats& named_metrics::entry(std::string_view name) {
+    if (auto it = index_.find(name); it != index_.end())
+        return entries_[it->second];
+    if (entries_.size() >= max_ || name == overflow_name_) {
+        overflowed_ = true;
+        return overflow_;
+    }
+    index_.emplace(std::string(name), entries_.size());
+    auto& e = entries_.emplace_back();
+    e.name = std::string(name);
+    return e;
+}
+
+void named_metrics::acquired(std::string_view name, acquire_outcome o) {
+    std::lock_guard lock(mutex_);
+    ++entry(name).acquires[static_cast<std::size_t>(o)];
+}
+
+void named_metrics::held(std::string_view name, std::chrono::nanoseconds d) {
+    std::lock_guard lock(mutex_);
+    observe(entry(name).hold, d);
+}
+
+void named_metrics::lost(std::string_view name) {
+    std::lock_guard lock(mutex_);
+    ++entry(name).leases_lost;
+}
+
+std::vector<named_lock_stats> named_metrics::snapshot() const {
+    std::lock_guard lock(mutex_);
+    auto out = entries_;
+    if (overflowed_)
+        out.push_back(overflow_);
+    return out;
 }
 
 } // namespace corolock::detail

@@ -20,16 +20,24 @@ bool has_hash_tag(std::string_view name) noexcept {
 } // namespace
 
 bool lockable_name(std::string_view name) noexcept {
+    return name_problem(name).empty();
+}
+
+std::string_view name_problem(std::string_view name) noexcept {
     if (name.empty())
-        return false;
+        return "empty";
     if (!has_hash_tag(name))
-        return name.find('}') == std::string_view::npos;
+        return name.find('}') == std::string_view::npos
+                   ? std::string_view()
+                   : "not hash-tagged but contains '}' (a tag is '{', at least one character, "
+                     "'}'; '{}' is none)";
     // Every derived key has a hash tag and ends in one of these: a lock of that name would be
     // another lock's fence key or channel.
     for (std::string_view suffix : reserved_suffixes)
         if (name.ends_with(suffix))
-            return false;
-    return true;
+            return "hash-tagged and ends in a reserved suffix (:fence, :released): it is, or "
+                   "could be, another lock's derived key";
+    return {};
 }
 
 std::string derived_key(std::string_view name, std::string_view suffix) {

@@ -28,6 +28,8 @@ inline constexpr std::string_view reserved_suffixes[] = {":fence", ":released"};
 // its slot), and for a name with a hash tag that ends in a reserved suffix (it is, or could be,
 // another lock's derived key).
 bool lockable_name(std::string_view name) noexcept;
+// Why lockable_name refuses `name`, as the end of "this name is ..." (empty when it does not).
+std::string_view name_problem(std::string_view name) noexcept;
 
 // KEYS: name, fence key; ARGV: owner, lease ms, fence ms.
 const script& acquire_script();

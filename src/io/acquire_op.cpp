@@ -19,11 +19,25 @@ member_id make_member(const lock_spec& spec, std::size_t units, const owner_id& 
     return member_id(spec.member_prefix(units, buf), owner);
 }
 
+// The error's text, and the part of the arguments that is wrong (the text lists every cause).
+std::string refusal_reason(const lock_spec& spec, const error_code& ec) {
+    std::string out = ec.message();
+    if (ec == error::invalid_name)
+        out.append(": this name is ").append(name_problem(spec.name));
+    else if (ec == error::invalid_lease)
+        out.append(": this lease is ")
+            .append(std::to_string(
+                std::chrono::duration_cast<std::chrono::microseconds>(spec.opts.lease).count()))
+            .append(" us");
+    return out;
+}
+
 } // namespace
 
 acquire_op::acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h,
-                       std::size_t units)
-    : acquisition(p, core->spec->name), core_(std::move(core)), svc_(*core_->svc), once_(p.once),
+                       std::size_t units, std::shared_ptr<const lock_spec> own_spec)
+    : acquisition(p, core->spec->name), core_(std::move(core)),
+      spec_(own_spec ? std::move(own_spec) : core_->spec), svc_(*core_->svc), once_(p.once),
       handler_(std::move(h)),
       // Tracked: a pending acquire keeps the caller's io_context from running out of work.
       handler_ex_(tracked_work(handler_executor(handler_, spec().io.executor()))),
@@ -58,6 +72,7 @@ void acquire_op::unlist() noexcept {
 void acquire_op::start() {
     core_->pending.push_back(shared_from_this());
     svc_.track(*this);
+    svc_.notify(lock_event_kind::acquire_start, spec().name, {});
     svc_.start(*this);
 }
 
@@ -106,6 +121,10 @@ void acquire_op::complete(error_code ec, bool granted) {
     const auto outcome = outcome_of(ec, granted);
     const auto waited = clock::now() - started_;
     svc_.stats_.acquired(outcome, waited);
+    if (svc_.stats_.named.on())
+        svc_.stats_.named.acquired(spec().name, outcome);
+    svc_.notify(granted ? lock_event_kind::granted : lock_event_kind::not_granted, spec().name,
+                waited, granted ? fsm.token() : 0, outcome, ec);
     if (const auto& log = spec().io.log(); log.enabled(logger::level::debug)) {
         // Never the owner id: it is the secret that releases the lock.
         auto line = describe(spec()) + std::string(to_string(outcome)) + " after " +
@@ -119,8 +138,8 @@ void acquire_op::complete(error_code ec, bool granted) {
     }
     lease out;
     if (granted) {
-        auto st = std::make_shared<lease_state>(core_->svc, core_->spec, owner_, member_, units_,
-                                                fsm.token());
+        auto st =
+            std::make_shared<lease_state>(core_->svc, spec_, owner_, member_, units_, fsm.token());
         svc_.watch(st, fsm.sent());
         out = lease_access::make(std::move(st));
     }
@@ -135,18 +154,28 @@ clock::time_point deadline_in(clock::duration wait) noexcept {
 }
 
 void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
-                   acquire_op::handler_type h, std::size_t units) {
+                   acquire_op::handler_type h, std::size_t units, clock::duration lease_override) {
     namespace asio = boost::asio;
-    const auto& spec = *core->spec;
+    // A per-call lease: this call's own spec, the handle's with another lease (and the
+    // arguments derived from it), checked as the handle's was.
+    std::shared_ptr<const lock_spec> own;
+    if (lease_override != clock::duration::zero() && lease_override != core->spec->opts.lease) {
+        auto opts = core->spec->opts;
+        opts.lease = lease_override;
+        own = std::make_shared<const lock_spec>(core->spec->io, core->spec->name, opts,
+                                                core->spec->what);
+    }
+    const auto& spec = own ? *own : *core->spec;
     auto ec = spec.invalid;
     if (!ec && deadline == clock::time_point::min())
         ec = error::invalid_wait;
     if (ec) {
-        // Fails before anything is sent, and never inline.
+        // Fails before anything is sent, and never inline. The log says which part is wrong:
+        // the error's text lists every cause.
         core->svc->stats_.acquired(acquire_outcome::error, {});
         if (spec.io.log().enabled(logger::level::debug))
-            spec.io.log().log(logger::level::debug,
-                              describe(spec) + "error after 0 ms (" + ec.message() + ")");
+            spec.io.log().log(logger::level::debug, describe(spec) + "error after 0 ms (" +
+                                                        refusal_reason(spec, ec) + ")");
         return deliver(std::move(h), spec.io.executor(), ec, lease{});
     }
     acquire_params p;
@@ -159,7 +188,7 @@ void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point de
     p.replicas = spec.opts.replica_sync.replicas;
     p.leaves_record = spec.leaves_record() && !once; // a try records no intent
     auto slot = asio::get_associated_cancellation_slot(h);
-    auto op = std::make_shared<acquire_op>(core, p, std::move(h), units);
+    auto op = std::make_shared<acquire_op>(core, p, std::move(h), units, std::move(own));
     auto& strand = spec.io.strand();
     if (slot.is_connected())
         slot.assign([weak = std::weak_ptr<acquire_op>(op), strand](asio::cancellation_type) {

@@ -15,15 +15,16 @@ class acquire_op : public acquisition, public std::enable_shared_from_this<acqui
 public:
     using handler_type = boost::asio::any_completion_handler<void(error_code, lease)>;
 
-    // `units`: a semaphore's permits (0: the spec's).
+    // `units`: a semaphore's permits (0: the spec's); `spec`: this call's own (a per-call
+    // lease), else the handle's.
     acquire_op(std::shared_ptr<mutex_core> core, const acquire_params& p, handler_type h,
-               std::size_t units = 0);
+               std::size_t units = 0, std::shared_ptr<const lock_spec> own_spec = nullptr);
     ~acquire_op();
     acquire_op(const acquire_op&) = delete;
     acquire_op& operator=(const acquire_op&) = delete;
 
     static acquire_op& of(acquisition& a) noexcept { return static_cast<acquire_op&>(a); }
-    const lock_spec& spec() const noexcept { return *core_->spec; }
+    const lock_spec& spec() const noexcept { return *spec_; }
     const owner_id& owner() const noexcept { return owner_; }
     const member_id& member() const noexcept { return member_; }
 
@@ -49,6 +50,7 @@ private:
     void unlist() noexcept; // out of core_->pending
 
     std::shared_ptr<mutex_core> core_;
+    std::shared_ptr<const lock_spec> spec_; // the handle's, or this call's own
     lock_service& svc_;
     const bool once_; // a try: one attempt, TRYAGAIN is an answer (not waited out)
     handler_type handler_;
@@ -65,9 +67,11 @@ private:
 
 // Starts an acquisition through a handle (a mutex's, or a semaphore's for `units` permits): an
 // invalid argument or a deadline of time_point::min() (a negative wait) fails before anything is
-// sent, and never inline.
+// sent, and never inline. A non-zero `lease` replaces the handle's mutex_options::lease for this
+// call (a mutex's; checked as the option is).
 void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
-                   acquire_op::handler_type h, std::size_t units = 0);
+                   acquire_op::handler_type h, std::size_t units = 0,
+                   clock::duration lease_override = clock::duration::zero());
 
 // The time `wait` from now; a huge wait is time_point::max().
 clock::time_point deadline_in(clock::duration wait) noexcept;

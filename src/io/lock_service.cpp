@@ -280,6 +280,42 @@ std::shared_ptr<lock_service> service_of(Owner& c) {
 
 } // namespace
 
+void lock_service::configure(lock_metrics_options opts) {
+    stats_.named.configure(opts.max_named_locks, std::move(opts.overflow_name));
+    asio::post(io_.strand(), [self = shared_from_this(), f = std::move(opts.on_event)]() mutable {
+        self->on_event_ = std::move(f);
+    });
+}
+
+void lock_service::notify(lock_event_kind kind, std::string_view name, clock::duration elapsed,
+                          std::uint64_t token, acquire_outcome outcome, error_code ec) {
+    if (!on_event_)
+        return;
+    try {
+        on_event_(lock_event{.kind = kind,
+                             .name = name,
+                             .elapsed = elapsed,
+                             .token = token,
+                             .outcome = outcome,
+                             .ec = ec});
+    } catch (...) {
+        // A tracing hook must not break the lock layer: its failure is dropped.
+    }
+}
+
+void lock_service::end_hold(lease_state& s, lock_event_kind kind, error_code ec) {
+    const auto held = clock::now() - s.granted_at;
+    if (!s.hold_counted) {
+        s.hold_counted = true;
+        stats_.hold.observe(held);
+        if (stats_.named.on())
+            stats_.named.held(s.spec->name, held);
+    }
+    if (kind == lock_event_kind::lost && stats_.named.on())
+        stats_.named.lost(s.spec->name);
+    notify(kind, s.spec->name, held, s.token, acquire_outcome::granted, ec);
+}
+
 std::shared_ptr<lock_service> lock_service::of(connection_impl& c) {
     return service_of(c);
 }
@@ -490,6 +526,7 @@ void lock_service::lose(lease_state& s, error why, lease_loss reason) {
     s.lost_reason = why;
     s.lost_view.store(static_cast<int>(why), std::memory_order_relaxed);
     stats_.lease_lost(reason);
+    end_hold(s, lock_event_kind::lost, error_code(why));
     if (log().enabled(logger::level::warning))
         log().log(logger::level::warning,
                   describe(*s.spec) + "lease lost, token " + std::to_string(s.token) + " (" +
@@ -573,6 +610,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
         return;
     }
     forget(*s);
+    end_hold(*s, lock_event_kind::released);
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
     // NOSCRIPT, so the release cannot be re-queued behind that attempt (name_queue decides when).
     const bool hand_over = core_.release_hands_over(s->spec->name);
@@ -591,6 +629,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                      // Gone or taken before we released: the section may have overlapped.
                      ec = error::lease_lost;
                      self->stats_.lease_lost(lease_loss::release_refused);
+                     self->end_hold(*s, lock_event_kind::lost, ec);
                      self->log().log(logger::level::warning,
                                      describe(*s->spec) + "lease lost, token " +
                                          std::to_string(s->token) +

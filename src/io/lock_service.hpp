@@ -22,6 +22,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -124,9 +125,12 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     std::atomic<int> lost_view{0}; // an `error` value once lost
     std::atomic<std::uint64_t> next_waiter{0};
 
+    const clock::time_point granted_at = clock::now(); // the hold-time histogram's start
+
     // Strand only (and the lease_watch base).
     bool released = false;
-    bool converted = false; // its record became another lease's (a downgrade, an upgrade)
+    bool hold_counted = false; // its hold time went into the histograms (released or lost)
+    bool converted = false;    // its record became another lease's (a downgrade, an upgrade)
     error lost_reason{};
     handler_list<completion> lost_waiters;
 
@@ -198,6 +202,15 @@ public:
     void track(acquire_op& op);
     void untrack(acquire_op& op) noexcept;
     lock_stats stats() const { return stats_.snapshot(); }
+    // set_lock_metrics: the per-name bound now, the hook from the strand on (any thread).
+    void configure(lock_metrics_options opts);
+    // An event for the hook (strand only; nothing when no hook is set).
+    void notify(lock_event_kind kind, std::string_view name, clock::duration elapsed,
+                std::uint64_t token = 0, acquire_outcome outcome = acquire_outcome::granted,
+                error_code ec = {});
+    // A held lease ends (released or lost, strand only): its hold time, counted once, and the
+    // event.
+    void end_hold(lease_state& s, lock_event_kind kind, error_code ec = {});
 
     lock_metrics stats_;
     // Acquisitions in progress (any thread reads it): with the leases held, what makes a
@@ -235,7 +248,8 @@ private:
     bool loop_running_ = false;
     clock::time_point planned_ = clock::time_point::max();
     acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
-    std::shared_ptr<forced_listener> forced_; // made with the first acquisition
+    std::shared_ptr<forced_listener> forced_;         // made with the first acquisition
+    std::function<void(const lock_event&)> on_event_; // lock_metrics_options::on_event
 };
 
 // Whether the lock layer on this connection (or cluster) holds a lease or is acquiring one: its

@@ -18,6 +18,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -851,6 +852,54 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_requests_queued_frees_them) {
     BOOST_TEST(frame_alive.expired());
     BOOST_TEST(handler_alive.expired());
     BOOST_TEST(connection_alive.expired());
+}
+
+// issue 21: `connection conn(ioc)` and a URL carry user, percent-encoded password, database and
+// socket to a real server; a refused URL never reaches one.
+BOOST_AUTO_TEST_CASE(url_and_io_context_constructor) {
+    const std::string sock = "/tmp/corolock-url-" + std::to_string(::getpid()) + ".sock";
+    redis_process srv({"--user", "bob", "on", ">p@ss:w", "~*", "&*", "+@all", "--unixsocket", sock,
+                       "--unixsocketperm", "700"});
+    asio::io_context ioc;
+    auto tcp = connection_config::from_url(
+        "redis://bob:p%40ss%3Aw@127.0.0.1:" + std::to_string(srv.port()) + "/2", config_for(srv));
+    auto local =
+        connection_config::from_url("unix://bob:p%40ss%3Aw@" + sock + "?db=4", config_for(srv));
+    corolock::connection by_url(ioc, tcp, quiet());
+    corolock::connection by_socket(ioc, local, quiet());
+    BOOST_TEST((by_url.get_executor() == asio::any_io_executor(ioc.get_executor())));
+    runner run_tcp, run_unix;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run_tcp.start(by_url);
+            run_unix.start(by_socket);
+            corolock::connection* const both[] = {&by_url, &by_socket};
+            for (auto* c : both) {
+                request req;
+                req.push("ACL", "WHOAMI");
+                req.push("CLIENT", "INFO");
+                generic_response resp;
+                co_await c->async_exec(req, resp);
+                BOOST_REQUIRE_EQUAL(resp.size(), 2u);
+                BOOST_TEST(resp[0].value == "bob");
+                const bool over_socket = c == &by_socket;
+                BOOST_TEST(resp[1].value.find(over_socket ? " db=4 " : " db=2 ") !=
+                           std::string::npos);
+                BOOST_TEST((resp[1].value.find("laddr=" + sock) != std::string::npos) ==
+                           over_socket);
+            }
+            by_url.cancel();
+            by_socket.cancel();
+        }(),
+        30s);
+    // Refused before any connection exists: the reason names the part.
+    BOOST_CHECK_EXCEPTION(
+        connection_config::from_url("redis://127.0.0.1:" + std::to_string(srv.port()) + "/db2"),
+        boost::system::system_error, [](const boost::system::system_error& e) {
+            return e.code() == error::invalid_url &&
+                   std::string(e.what()).find("'/db2'") != std::string::npos;
+        });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

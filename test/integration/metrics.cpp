@@ -11,12 +11,15 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -244,6 +247,182 @@ BOOST_AUTO_TEST_CASE(debug_lines_only_at_debug_level) {
         }(),
         30s);
     BOOST_TEST(!logs.contains("granted"));
+}
+
+// issue 21: the event hook sees every step of each acquisition and lease, in order, with
+// durations that match what happened; it costs nothing to the lock when it throws.
+BOOST_AUTO_TEST_CASE(event_hook_in_order_with_durations) {
+    redis_process srv;
+    asio::io_context ioc;
+    corolock::connection conn(ioc, config_for(srv), quiet());
+    corolock::connection peer(ioc, config_for(srv), quiet());
+    std::vector<corolock::lock_event> events;
+    std::vector<std::string> names; // events[i].name, kept (the view dies with the call)
+    corolock::lock_metrics_options o;
+    o.on_event = [&](const corolock::lock_event& e) {
+        events.push_back(e);
+        names.emplace_back(e.name);
+    };
+    corolock::set_lock_metrics(conn, std::move(o));
+    using kind = corolock::lock_event_kind;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            peer.async_run(asio::detached);
+            corolock::mutex mine(conn, "hook:a"), theirs(peer, "hook:a");
+            lease held = co_await theirs.async_acquire();
+            // Waits for the peer's ~150 ms hold, holds 100 ms, releases.
+            auto release_later = [&]() -> awaitable<void> {
+                co_await sleep_for(150ms);
+                co_await held.async_release();
+            };
+            asio::co_spawn(ioc, release_later(), asio::detached);
+            lease l = co_await mine.async_acquire();
+            const auto token = l.token().value();
+            co_await sleep_for(100ms);
+            co_await l.async_release();
+            BOOST_REQUIRE(events.size() == 3u);
+            BOOST_TEST(events[0].kind == kind::acquire_start);
+            BOOST_TEST((events[0].elapsed == std::chrono::nanoseconds::zero()));
+            BOOST_TEST(events[1].kind == kind::granted);
+            BOOST_TEST(events[1].token == token);
+            BOOST_TEST((events[1].elapsed >= 100ms && events[1].elapsed < 5s));
+            BOOST_TEST(events[2].kind == kind::released);
+            BOOST_TEST(events[2].token == token);
+            BOOST_TEST((events[2].elapsed >= 100ms && events[2].elapsed < 5s));
+            BOOST_TEST((names == std::vector<std::string>(3, "hook:a")));
+            // Busy, then a timeout: one start and one not_granted each, with outcome and error.
+            lease again = co_await theirs.async_acquire();
+            lease none = co_await mine.async_try_acquire();
+            BOOST_TEST(!none.owns());
+            auto [tec, t] = co_await mine.async_acquire_for(80ms, tuple_deferred);
+            BOOST_TEST(tec == error::acquire_timeout);
+            BOOST_REQUIRE(events.size() == 7u);
+            BOOST_TEST(events[3].kind == kind::acquire_start);
+            BOOST_TEST(events[4].kind == kind::not_granted);
+            BOOST_TEST(events[4].outcome == acquire_outcome::busy);
+            BOOST_TEST(!events[4].ec);
+            BOOST_TEST(events[5].kind == kind::acquire_start);
+            BOOST_TEST(events[6].kind == kind::not_granted);
+            BOOST_TEST(events[6].outcome == acquire_outcome::timeout);
+            BOOST_TEST(events[6].ec == error::acquire_timeout);
+            BOOST_TEST((events[6].elapsed >= 80ms && events[6].elapsed < 5s));
+            co_await again.async_release();
+            // A fixed 200 ms lease runs out: lost (not released), elapsed about the lease.
+            mutex_options fixed_lease;
+            fixed_lease.lease = 200ms;
+            fixed_lease.watchdog = false;
+            corolock::mutex fixed(conn, "hook:fixed", fixed_lease);
+            lease f = co_await fixed.async_acquire();
+            auto [lec] = co_await f.async_wait_lost(tuple_deferred);
+            BOOST_TEST(lec == error::lease_lost);
+            auto [rec] = co_await f.async_release(tuple_deferred);
+            BOOST_TEST(rec == corolock::condition::lock_lost);
+            BOOST_REQUIRE(events.size() == 10u);
+            BOOST_TEST(events[8].kind == kind::granted);
+            BOOST_TEST(events[9].kind == kind::lost);
+            BOOST_TEST(events[9].ec == error::lease_lost);
+            BOOST_TEST((events[9].elapsed >= 150ms && events[9].elapsed < 1s));
+            // Hold times: one released lease and one lost.
+            const auto s = corolock::get_lock_stats(conn);
+            BOOST_TEST(s.hold.count == 2u);
+            BOOST_TEST(s.hold.sum >= 250ms);
+            // A hook that throws is dropped; the lock works on.
+            corolock::lock_metrics_options bad;
+            bad.on_event = [](const corolock::lock_event&) { throw std::runtime_error("hook"); };
+            corolock::set_lock_metrics(conn, std::move(bad));
+            lease b = co_await mine.async_acquire();
+            BOOST_TEST(b.owns());
+            co_await b.async_release();
+            conn.cancel();
+            peer.cancel();
+        }(),
+        30s);
+}
+
+// issue 21: a label per name up to the bound, the rest added up under one label value, and the
+// connection's own series in the same exposition.
+BOOST_AUTO_TEST_CASE(per_name_series_are_bounded) {
+    redis_process srv;
+    asio::io_context ioc;
+    corolock::connection conn(ioc, config_for(srv), quiet());
+    corolock::set_lock_metrics(conn,
+                               {.max_named_locks = 2, .overflow_name = "_rest", .on_event = {}});
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            for (int i = 0; i < 50; ++i) {
+                corolock::mutex m(conn, "order:" + std::to_string(i % 10));
+                lease l = co_await m.async_acquire();
+                co_await l.async_release();
+            }
+            const auto s = corolock::get_lock_stats(conn);
+            BOOST_REQUIRE(s.by_name.size() == 3u);
+            BOOST_TEST(s.by_name[0].name == "order:0");
+            BOOST_TEST(s.by_name[0].acquires[0] == 5u);
+            BOOST_TEST(s.by_name[1].name == "order:1");
+            BOOST_TEST(s.by_name[2].name == "_rest");
+            BOOST_TEST(s.by_name[2].acquires[0] == 40u);
+            BOOST_TEST(s.by_name[2].hold.count == 40u);
+            BOOST_TEST(s.hold.count == 50u);
+            std::string out;
+            corolock::write_prometheus(out, conn);
+            BOOST_TEST(out.find("corolock_connection_up 1\n") != std::string::npos);
+            BOOST_TEST(out.find("corolock_connection_connects_total 1\n") != std::string::npos);
+            BOOST_TEST(out.find("corolock_named_acquires_total{lock=\"_rest\",outcome=\"granted\"} "
+                                "40\n") != std::string::npos);
+            BOOST_TEST(out.find("corolock_lease_hold_seconds_count 50\n") != std::string::npos);
+            BOOST_TEST(out.find("lock=\"order:9\"") == std::string::npos); // no series per id
+            conn.cancel();
+        }(),
+        30s);
+}
+
+// issue 21: a lease per call, on the wire and under the watchdog; refused arguments say which
+// part is wrong.
+BOOST_AUTO_TEST_CASE(a_lease_per_call_and_refusals_that_name_the_cause) {
+    redis_process srv;
+    asio::io_context ioc;
+    log_capture logs;
+    corolock::connection conn(ioc, config_for(srv), logs.make());
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            conn.async_run(asio::detached);
+            corolock::mutex m(conn, "percall"); // the default lease: 30 s
+            lease short_one = co_await m.async_acquire_with({.lease = 300ms, .wait = 10s});
+            auto ttl = co_await m.async_remaining_ttl();
+            BOOST_TEST((ttl > 0 && ttl <= 300));
+            co_await sleep_for(700ms); // renewed by the watchdog at its own lease/3
+            BOOST_TEST(short_one.valid());
+            ttl = co_await m.async_remaining_ttl();
+            BOOST_TEST((ttl > 0 && ttl <= 300));
+            co_await short_one.async_release();
+            lease normal = co_await m.async_acquire_with({}); // 0: the mutex's
+            ttl = co_await m.async_remaining_ttl();
+            BOOST_TEST(ttl > 20000);
+            co_await normal.async_release();
+            auto [lec, bad] =
+                co_await m.async_acquire_with({.lease = 5ms, .wait = 1s}, tuple_deferred);
+            BOOST_TEST(lec == error::invalid_lease);
+            auto [wec, w] =
+                co_await m.async_acquire_with({.lease = 1s, .wait = -1ms}, tuple_deferred);
+            BOOST_TEST(wec == error::invalid_wait);
+            corolock::mutex odd(conn, "a}b"), derived(conn, "{t}:fence");
+            auto [nec, n] = co_await odd.async_acquire(tuple_deferred);
+            BOOST_TEST(nec == error::invalid_name);
+            auto [dec, d] = co_await derived.async_acquire(tuple_deferred);
+            BOOST_TEST(dec == error::invalid_name);
+            conn.cancel();
+        }(),
+        30s);
+    BOOST_TEST(logs.contains("'percall': error after 0 ms (invalid lease: below 10 ms or above "
+                             "365 days: this lease is 5000 us)"));
+    BOOST_TEST(logs.contains("'a}b': error after 0 ms (invalid lock name"));
+    BOOST_TEST(logs.contains("this name is not hash-tagged but contains '}'"));
+    BOOST_TEST(logs.contains("this name is hash-tagged and ends in a reserved suffix"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

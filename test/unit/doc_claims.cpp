@@ -249,6 +249,21 @@ std::map<std::string, std::string> registry() {
     r["histogram.first_bound"] = fmt(corolock::duration_histogram::bounds.front());
     r["histogram.last_bound"] = fmt(corolock::duration_histogram::bounds.back());
 
+    // Per-name series and the event hook (metrics.md), a lease per call (usage.md).
+    const corolock::lock_metrics_options lmo;
+    r["lock_metrics_options.max_named_locks"] = count(lmo.max_named_locks);
+    r["lock_metrics_options.overflow_name"] = text(lmo.overflow_name);
+    r["lock_metrics_options.on_event"] = lmo.on_event ? "set" : "empty";
+    const corolock::acquire_options ao;
+    r["acquire_options.lease"] = fmt(ao.lease);
+    r["acquire_options.wait"] =
+        ao.wait == std::chrono::steady_clock::duration::max() ? "no limit" : fmt(ao.wait);
+    // What a connection URL leaves out (usage.md): read back from the parser.
+    corolock::connection_config from_url;
+    BOOST_TEST_REQUIRE(!corolock::parse_connection_url("redis://h", from_url));
+    r["url.default_port"] = from_url.port;
+    r["url.default_database"] = std::to_string(from_url.database);
+
     r["logger.lvl"] = "`warning`";
     BOOST_TEST_REQUIRE((corolock::logger{}.lvl == corolock::logger::level::warning));
 

@@ -135,4 +135,17 @@ BOOST_AUTO_TEST_CASE(messages_and_printing) {
     BOOST_TEST(std::string(corolock::condition_category().name()) == "corolock.condition");
 }
 
+// wrong_type can come from a derived key (a lock named {t} after {t}:fence was used as a
+// name elsewhere): the text must not blame the lock's name alone.
+BOOST_AUTO_TEST_CASE(messages_name_the_real_cause) {
+    const auto wrong = error_code(cl::error::wrong_type).message();
+    BOOST_TEST(wrong.find("derived") != std::string::npos);
+    BOOST_TEST(wrong.find(":fence") != std::string::npos);
+    const auto name = error_code(cl::error::invalid_name).message();
+    BOOST_TEST(name.find("(empty)") == std::string::npos);
+    BOOST_TEST(name.find("'}'") != std::string::npos);
+    BOOST_TEST(error_code(cl::error::invalid_lease).message().find("10 ms") != std::string::npos);
+    BOOST_TEST(error_code(cl::error::invalid_url) == condition::invalid_argument);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,9 +3,13 @@
 // consistency, the outcome and loss classification, and the exact exposition of a snapshot.
 #include "core/lock_metrics.hpp"
 
+#include "common/doc_text.hpp"
+#include <corolock/connection.hpp>
+
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,6 +143,7 @@ BOOST_AUTO_TEST_CASE(prometheus_text_of_a_snapshot) {
     m.renewal_rtt.observe(250us);
     m.renewal_rtt.observe(40s);
     m.renewal_rtt.observe(std::chrono::nanoseconds(1'000'000'001));
+    m.hold.observe(3s);
     const corolock::metric_label labels[] = {{"conn", "a\"b\\c\nd"}};
     std::string out = "# before\n";
     corolock::write_prometheus(out, m.snapshot(), "app_lock", labels);
@@ -230,7 +235,14 @@ app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="max_hold"} 0
 app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="replicas_not_synced"} 0
 app_lock_leases_lost_total{conn="a\"b\\c\nd",reason="connection_stopped"} 0
 )";
-    BOOST_TEST(out == expected);
+    const auto hold = out.find("# HELP app_lock_lease_hold_seconds");
+    BOOST_TEST(out.substr(0, hold) == expected);
+    // The hold-time histogram comes last: one 3 s sample.
+    BOOST_TEST(
+        out.find("app_lock_lease_hold_seconds_bucket{conn=\"a\\\"b\\\\c\\nd\",le=\"2.5\"} 0\n"
+                 "app_lock_lease_hold_seconds_bucket{conn=\"a\\\"b\\\\c\\nd\",le=\"5\"} 1\n",
+                 hold) != std::string::npos);
+    BOOST_TEST(out.ends_with("app_lock_lease_hold_seconds_count{conn=\"a\\\"b\\\\c\\nd\"} 1\n"));
 }
 
 BOOST_AUTO_TEST_CASE(no_labels_no_braces) {
@@ -242,6 +254,145 @@ BOOST_AUTO_TEST_CASE(no_labels_no_braces) {
     BOOST_TEST(out.find("\ncorolock_lock_attempts_total 0\n") != std::string::npos);
     BOOST_TEST(out.find("corolock_acquires_total{outcome=\"granted\"} 0\n") != std::string::npos);
     BOOST_TEST(out.find("{}") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE(named)
+
+BOOST_AUTO_TEST_CASE(off_by_default_and_bounded_with_an_overflow_entry) {
+    detail::named_metrics n;
+    BOOST_TEST(!n.on());
+    BOOST_TEST(n.snapshot().empty());
+    n.configure(2, "_other");
+    BOOST_TEST(n.on());
+    n.acquired("a", acquire_outcome::granted);
+    n.acquired("b", acquire_outcome::timeout);
+    n.held("a", 2ms);
+    // Past the bound: every new name lands in one entry, however many there are.
+    for (int i = 0; i < 1000; ++i)
+        n.acquired("order:" + std::to_string(i), acquire_outcome::granted);
+    n.held("order:7", 1s);
+    n.lost("order:8");
+    n.lost("a");
+    // A known name keeps its own entry after the overflow started.
+    n.acquired("b", acquire_outcome::granted);
+    const auto s = n.snapshot();
+    BOOST_REQUIRE(s.size() == 3u); // a, b, then the overflow entry last
+    BOOST_TEST(s[0].name == "a");
+    BOOST_TEST(s[0].acquires[0] == 1u);
+    BOOST_TEST(s[0].hold.count == 1u);
+    BOOST_TEST(s[0].leases_lost == 1u);
+    BOOST_TEST(s[1].name == "b");
+    BOOST_TEST(s[1].acquires[static_cast<std::size_t>(acquire_outcome::timeout)] == 1u);
+    BOOST_TEST(s[1].acquires[0] == 1u);
+    BOOST_TEST(s[2].name == "_other");
+    BOOST_TEST(s[2].acquires[0] == 1000u);
+    BOOST_TEST(s[2].hold.count == 1u);
+    BOOST_TEST((s[2].hold.sum == 1s));
+    BOOST_TEST(s[2].leases_lost == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_named_as_the_overflow_shares_its_entry) {
+    detail::named_metrics n;
+    n.configure(5, "(rest)");
+    n.acquired("(rest)", acquire_outcome::granted);
+    n.acquired("x", acquire_outcome::granted);
+    const auto s = n.snapshot();
+    BOOST_REQUIRE(s.size() == 2u);
+    BOOST_TEST(s[0].name == "x");
+    BOOST_TEST(s[1].name == "(rest)");
+}
+
+BOOST_AUTO_TEST_CASE(threads_lose_no_count) {
+    detail::named_metrics n;
+    n.configure(3, "_other");
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&n, t] {
+            for (int i = 0; i < 1000; ++i)
+                n.acquired("n" + std::to_string((i + t) % 10), acquire_outcome::granted);
+        });
+    for (auto& t : threads)
+        t.join();
+    std::uint64_t total = 0;
+    for (const auto& e : n.snapshot())
+        total += e.acquires[0];
+    BOOST_TEST(total == 4000u);
+    BOOST_TEST(n.snapshot().size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(exposition_with_a_lock_label) {
+    corolock::lock_stats s;
+    corolock::named_lock_stats a;
+    a.name = "sku:\"1\"";
+    a.acquires[0] = 4;
+    a.leases_lost = 1;
+    a.hold.buckets[0] = 2;
+    a.hold.count = 2;
+    a.hold.sum = 100us;
+    s.by_name.push_back(a);
+    std::string out;
+    corolock::write_prometheus(out, s);
+    BOOST_TEST(out.find("# TYPE corolock_named_acquires_total counter\n") != std::string::npos);
+    BOOST_TEST(out.find("corolock_named_acquires_total{lock=\"sku:\\\"1\\\"\",outcome=\"granted\"} "
+                        "4\n") != std::string::npos);
+    BOOST_TEST(out.find("corolock_named_leases_lost_total{lock=\"sku:\\\"1\\\"\"} 1\n") !=
+               std::string::npos);
+    BOOST_TEST(
+        out.find("corolock_named_lease_hold_seconds_bucket{lock=\"sku:\\\"1\\\"\",le=\"+Inf\"} "
+                 "2\n") != std::string::npos);
+    BOOST_TEST(out.find("corolock_named_lease_hold_seconds_sum{lock=\"sku:\\\"1\\\"\"} 0.0001\n") !=
+               std::string::npos);
+    // Without per-name entries the named families are not written at all.
+    std::string plain;
+    corolock::write_prometheus(plain, corolock::lock_stats{});
+    BOOST_TEST(plain.find("named_") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(connection_series) {
+    corolock::connection_stats c;
+    c.connects = 2;
+    c.commands = 10;
+    c.bytes_read = 99;
+    c.master_switches = 1;
+    std::string out;
+    const corolock::metric_label labels[] = {{"redis", "eu"}};
+    corolock::write_prometheus(out, c, true, "svc", labels);
+    BOOST_TEST(out.find("# TYPE svc_connection_up gauge\nsvc_connection_up{redis=\"eu\"} 1\n") !=
+               std::string::npos);
+    BOOST_TEST(out.find("svc_connection_connects_total{redis=\"eu\"} 2\n") != std::string::npos);
+    BOOST_TEST(out.find("svc_connection_commands_total{redis=\"eu\"} 10\n") != std::string::npos);
+    BOOST_TEST(out.find("svc_connection_read_bytes_total{redis=\"eu\"} 99\n") != std::string::npos);
+    BOOST_TEST(out.find("svc_connection_master_switches_total{redis=\"eu\"} 1\n") !=
+               std::string::npos);
+    std::string down;
+    corolock::write_prometheus(down, c, false);
+    BOOST_TEST(down.find("corolock_connection_up 0\n") != std::string::npos);
+}
+
+// doc/metrics.md names every family write_prometheus writes, and states the options' defaults.
+BOOST_AUTO_TEST_CASE(doc_names_every_family_and_the_defaults) {
+    const std::string doc = corolock::test::doc_text("metrics.md");
+    corolock::lock_stats s;
+    s.by_name.emplace_back();
+    std::string out;
+    corolock::write_prometheus(out, s);
+    corolock::write_prometheus(out, corolock::connection_stats{}, true);
+    std::istringstream lines(out);
+    std::size_t families = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (!line.starts_with("# TYPE "))
+            continue;
+        const auto name = line.substr(7, line.find(' ', 7) - 7);
+        ++families;
+        BOOST_TEST(doc.find("`" + name) != std::string::npos, name << " is not in doc/metrics.md");
+    }
+    BOOST_TEST(families == 27u);
+    // The options' defaults are stated with doc_claims markers (test/unit/doc_claims.cpp).
+    BOOST_TEST(doc.find("<!-- = lock_metrics_options.max_named_locks -->") != std::string::npos);
+    BOOST_TEST(doc.find("<!-- = lock_metrics_options.overflow_name -->") != std::string::npos);
+    BOOST_TEST(doc.find("<!-- = lock_metrics_options.on_event -->") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

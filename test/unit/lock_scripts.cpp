@@ -601,4 +601,19 @@ BOOST_AUTO_TEST_CASE(wait_reply_counting_connected_replicas) {
     BOOST_TEST(req.payload() == "*3\r\n$4\r\nWAIT\r\n$1\r\n1\r\n$3\r\n100\r\n*1\r\n$4\r\nROLE\r\n");
 }
 
+// The refusal says which rule a name breaks (the review's "a}b" was reported as "empty").
+BOOST_AUTO_TEST_CASE(name_problem_names_the_rule) {
+    using corolock::detail::name_problem;
+    BOOST_TEST(name_problem("") == "empty");
+    for (std::string_view name : {"a}b", "{}x", "}"})
+        BOOST_TEST(name_problem(name).starts_with("not hash-tagged but contains '}'"), name);
+    for (std::string_view suffix : corolock::detail::reserved_suffixes) {
+        const std::string name = "{t}" + std::string(suffix);
+        BOOST_TEST(name_problem(name).starts_with("hash-tagged and ends in a reserved suffix"));
+        BOOST_TEST(name_problem(name).find(suffix) != std::string_view::npos); // listed
+    }
+    for (std::string_view ok : {"a", "{t}", "{t}:x", "lock:sku:42", "a{b}c}"})
+        BOOST_TEST(name_problem(ok).empty(), ok);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
