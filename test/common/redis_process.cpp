@@ -270,6 +270,10 @@ std::string tail(std::string text, std::size_t max) {
 
 } // namespace
 
+std::uint16_t free_loopback_port() {
+    return pick_free_port();
+}
+
 std::string find_program(const std::string& program) {
     if (program.find('/') != std::string::npos)
         return ::access(program.c_str(), X_OK) == 0 ? program : std::string();

@@ -27,6 +27,10 @@ struct program_result {
     std::string output; // stdout and stderr together
 };
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and closed): another
+// process may take it before the caller binds it, so a server started on it may have to retry.
+std::uint16_t free_loopback_port();
+
 // Runs argv (argv[0] looked up in PATH) with stdin from /dev/null and waits for it, SIGKILLing
 // it after `timeout` (exit code 128 + 9 then); always reaped.
 program_result run_program(const std::vector<std::string>& argv,
