@@ -1,15 +1,13 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include <corolock/zk_connection.hpp>
-
 #include "core/zk_lock_recipe.hpp"
 #include "io/deliver.hpp"
 #include "io/zk_session.hpp"
+#include <corolock/zk_connection.hpp>
 
 #include <boost/asio/post.hpp>
 
-#include <zookeeper/zookeeper.h>
-
 #include <ostream>
+#include <zookeeper/zookeeper.h>
 
 namespace corolock {
 
@@ -17,11 +15,16 @@ namespace asio = boost::asio;
 
 std::ostream& operator<<(std::ostream& os, zk_session_state s) {
     switch (s) {
-    case zk_session_state::connecting: return os << "connecting";
-    case zk_session_state::connected: return os << "connected";
-    case zk_session_state::suspended: return os << "suspended";
-    case zk_session_state::expired: return os << "expired";
-    case zk_session_state::closed: return os << "closed";
+    case zk_session_state::connecting:
+        return os << "connecting";
+    case zk_session_state::connected:
+        return os << "connected";
+    case zk_session_state::suspended:
+        return os << "suspended";
+    case zk_session_state::expired:
+        return os << "expired";
+    case zk_session_state::closed:
+        return os << "closed";
     }
     return os << "zk_session_state(" << static_cast<int>(s) << ")";
 }
@@ -74,7 +77,8 @@ void zk_connection::get_impl(std::string path,
     if (!detail::valid_lock_path(path))
         return detail::deliver(std::move(h), impl_->executor(), error_code(error::invalid_name),
                                std::string());
-    auto done = std::make_shared<std::list<asio::any_completion_handler<void(error_code, std::string)>>>();
+    auto done =
+        std::make_shared<std::list<asio::any_completion_handler<void(error_code, std::string)>>>();
     done->push_back(std::move(h));
     asio::post(impl_->strand(), [s = impl_, path = std::move(path), done]() mutable {
         s->get(path, [s, done](detail::zk_reply r) {

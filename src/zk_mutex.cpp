@@ -1,16 +1,14 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include <corolock/zk_mutex.hpp>
-
 #include "io/deliver.hpp"
 #include "io/zk_grant.hpp"
 #include "io/zk_lock_op.hpp"
+#include <corolock/zk_mutex.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 
-#include <zookeeper/zookeeper.h>
-
 #include <stdexcept>
+#include <zookeeper/zookeeper.h>
 
 namespace corolock {
 
@@ -71,30 +69,32 @@ zk_hold zk_lease::hold() const {
 }
 
 void zk_lease::wait_lost_impl(std::shared_ptr<detail::zk_grant> g, handler_ec h) {
-    auto strand = g->session->strand();
+    // The slot is connected now, in the caller: a cancellation emitted before the strand runs
+    // the wait is then queued behind it, never lost.
+    const auto id = ++g->next_wait;
     auto slot = asio::get_associated_cancellation_slot(h);
-    asio::post(strand, [g = std::move(g), h = std::move(h), slot]() mutable {
+    if (slot.is_connected()) {
+        slot.assign([w = std::weak_ptr<detail::zk_grant>(g), id](asio::cancellation_type t) {
+            if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
+                      asio::cancellation_type::total)) == asio::cancellation_type::none)
+                return;
+            auto g = w.lock();
+            if (!g)
+                return;
+            asio::post(g->session->strand(), [g, id] {
+                if (auto h = g->lost_waits.take(id))
+                    detail::deliver(std::move(*h), g->session->executor(),
+                                    error_code(asio::error::operation_aborted));
+            });
+        });
+    }
+    auto strand = g->session->strand();
+    asio::post(strand, [g = std::move(g), h = std::move(h), id]() mutable {
         if (g->lost.load())
             return detail::deliver(std::move(h), g->session->executor(), g->loss);
         if (g->released)
             return detail::deliver(std::move(h), g->session->executor(),
                                    error_code(asio::error::operation_aborted));
-        const auto id = ++g->next_wait;
-        if (slot.is_connected()) {
-            slot.assign([w = std::weak_ptr<detail::zk_grant>(g), id](asio::cancellation_type t) {
-                if ((t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                          asio::cancellation_type::total)) == asio::cancellation_type::none)
-                    return;
-                auto g = w.lock();
-                if (!g)
-                    return;
-                asio::post(g->session->strand(), [g, id] {
-                    if (auto h = g->lost_waits.take(id))
-                        detail::deliver(std::move(*h), g->session->executor(),
-                                        error_code(asio::error::operation_aborted));
-                });
-            });
-        }
         g->lost_waits.add(id, std::move(h));
     });
 }
@@ -193,8 +193,8 @@ zk_mutex::clock::time_point zk_mutex::deadline_in(duration wait) noexcept {
 
 void zk_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     if (deadline == clock::time_point::min())
-        return detail::deliver(std::move(h), session_->executor(),
-                               error_code(error::invalid_wait), zk_lease());
+        return detail::deliver(std::move(h), session_->executor(), error_code(error::invalid_wait),
+                               zk_lease());
     detail::zk_lock_request req;
     req.path = path_;
     req.kind = detail::zk_node_kind::lock;

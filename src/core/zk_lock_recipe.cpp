@@ -12,9 +12,12 @@ constexpr std::size_t sequence_digits = 10;
 
 std::string_view kind_name(zk_node_kind k) noexcept {
     switch (k) {
-    case zk_node_kind::lock: return "lock";
-    case zk_node_kind::read: return "read";
-    case zk_node_kind::write: return "write";
+    case zk_node_kind::lock:
+        return "lock";
+    case zk_node_kind::read:
+        return "read";
+    case zk_node_kind::write:
+        return "write";
     }
     return "lock";
 }
@@ -26,8 +29,7 @@ bool conflicts(zk_node_kind mine, zk_node_kind earlier) noexcept {
 } // namespace
 
 bool valid_lock_path(std::string_view path) noexcept {
-    if (path.size() < 2 || path.size() > max_lock_path || path.front() != '/' ||
-        path.back() == '/')
+    if (path.size() < 2 || path.size() > max_lock_path || path.front() != '/' || path.back() == '/')
         return false;
     std::size_t start = 1;
     while (start <= path.size()) {
@@ -93,9 +95,12 @@ std::optional<zk_node_name> parse_node_name(std::string_view name) noexcept {
 
 std::ostream& operator<<(std::ostream& os, zk_lock_decision::verdict v) {
     switch (v) {
-    case zk_lock_decision::verdict::holds: return os << "holds";
-    case zk_lock_decision::verdict::wait: return os << "wait";
-    case zk_lock_decision::verdict::gone: return os << "gone";
+    case zk_lock_decision::verdict::holds:
+        return os << "holds";
+    case zk_lock_decision::verdict::wait:
+        return os << "wait";
+    case zk_lock_decision::verdict::gone:
+        return os << "gone";
     }
     return os << "verdict(" << static_cast<int>(v) << ")";
 }
@@ -132,8 +137,7 @@ zk_lock_decision decide(std::span<const std::string> children, std::string_view 
     return d;
 }
 
-std::optional<std::string> find_own(std::span<const std::string> children,
-                                    std::string_view owner) {
+std::optional<std::string> find_own(std::span<const std::string> children, std::string_view owner) {
     for (const auto& c : children) {
         const auto n = parse_node_name(c);
         if (n && n->owner == owner)

@@ -51,8 +51,7 @@ std::ostream& operator<<(std::ostream& os, zk_lock_decision::verdict v);
 zk_lock_decision decide(std::span<const std::string> children, std::string_view mine);
 
 // The child whose owner is `owner` (an acquisition whose create reply was lost), if any.
-std::optional<std::string> find_own(std::span<const std::string> children,
-                                    std::string_view owner);
+std::optional<std::string> find_own(std::span<const std::string> children, std::string_view owner);
 
 } // namespace corolock::detail
 

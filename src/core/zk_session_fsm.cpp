@@ -7,23 +7,34 @@ namespace corolock::detail {
 
 std::ostream& operator<<(std::ostream& os, zk_session_event e) {
     switch (e) {
-    case zk_session_event::connected: return os << "connected";
-    case zk_session_event::disconnected: return os << "disconnected";
-    case zk_session_event::expired: return os << "expired";
-    case zk_session_event::auth_failed: return os << "auth_failed";
-    case zk_session_event::timer: return os << "timer";
-    case zk_session_event::close: return os << "close";
+    case zk_session_event::connected:
+        return os << "connected";
+    case zk_session_event::disconnected:
+        return os << "disconnected";
+    case zk_session_event::expired:
+        return os << "expired";
+    case zk_session_event::auth_failed:
+        return os << "auth_failed";
+    case zk_session_event::timer:
+        return os << "timer";
+    case zk_session_event::close:
+        return os << "close";
     }
     return os << "zk_session_event(" << static_cast<int>(e) << ")";
 }
 
 std::ostream& operator<<(std::ostream& os, zk_session_action a) {
     switch (a) {
-    case zk_session_action::none: return os << "none";
-    case zk_session_action::arm_timer: return os << "arm_timer";
-    case zk_session_action::drop_leases: return os << "drop_leases";
-    case zk_session_action::expire_and_renew: return os << "expire_and_renew";
-    case zk_session_action::fail_all: return os << "fail_all";
+    case zk_session_action::none:
+        return os << "none";
+    case zk_session_action::arm_timer:
+        return os << "arm_timer";
+    case zk_session_action::drop_leases:
+        return os << "drop_leases";
+    case zk_session_action::expire_and_renew:
+        return os << "expire_and_renew";
+    case zk_session_action::fail_all:
+        return os << "fail_all";
     }
     return os << "zk_session_action(" << static_cast<int>(a) << ")";
 }

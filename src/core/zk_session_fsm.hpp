@@ -24,11 +24,11 @@ enum class zk_session_event {
 
 enum class zk_session_action {
     none,
-    arm_timer,       // wait until `deadline`, then feed `timer`
-    drop_leases,     // suspended past the leases' validity: report them lost (lease_lost)
+    arm_timer,        // wait until `deadline`, then feed `timer`
+    drop_leases,      // suspended past the leases' validity: report them lost (lease_lost)
     expire_and_renew, // the session and its nodes are gone: report every lease lost, fail the
                       // requests still waiting, and open a new session
-    fail_all,        // auth failed or closed: report every lease lost, fail everything, stop
+    fail_all,         // auth failed or closed: report every lease lost, fail everything, stop
 };
 
 std::ostream& operator<<(std::ostream& os, zk_session_event e);

@@ -26,12 +26,12 @@ struct zk_grant : std::enable_shared_from_this<zk_grant> {
     unsigned session_no = 0;
     std::atomic<bool> lost{false};
     std::atomic<int> shares{1}; // the lease and its holds
+    std::atomic<std::uint64_t> next_wait{0};
     // Strand only.
     error_code loss;
     bool released = false;
     bool release_requested = false;
     std::uint64_t watch_id = 0;
-    std::uint64_t next_wait = 0;
     handler_list<handler_ec> lost_waits;
 
     bool valid() const noexcept {

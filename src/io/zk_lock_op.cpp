@@ -17,9 +17,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <zookeeper/zookeeper.h>
-
 #include <list>
+#include <sstream>
+#include <zookeeper/zookeeper.h>
 
 namespace corolock::detail {
 
@@ -85,13 +85,12 @@ void zk_grant::drop_share(handler_ec h, bool explicit_release) {
     auto done = std::make_shared<std::list<handler_ec>>();
     if (h)
         done->push_back(std::move(h));
-    session->remove_eventually(node, session_no,
-                               [self = shared_from_this(), done](bool deleted_by_us) {
-                                   const error_code ec =
-                                       deleted_by_us ? error_code() : error::lease_lost;
-                                   for (auto& h : *done)
-                                       deliver(std::move(h), self->session->executor(), ec);
-                               });
+    session->remove_eventually(
+        node, session_no, [self = shared_from_this(), done](bool deleted_by_us) {
+            const error_code ec = deleted_by_us ? error_code() : error::lease_lost;
+            for (auto& h : *done)
+                deliver(std::move(h), self->session->executor(), ec);
+        });
 }
 
 // The acquisition
@@ -243,7 +242,8 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                         node = *own;
                         session_no = r.session;
                         auto e = co_await ask([&](auto cb) {
-                            session->watch(full(node), [](bool) {}, std::move(cb));
+                            session->watch(
+                                full(node), [](bool) {}, std::move(cb));
                         });
                         czxid = e.czxid;
                         if (e.rc != ZOK)
@@ -257,8 +257,8 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
             if (node.empty()) {
                 if (clock::now() >= request.deadline && !request.once)
                     co_return finish(error::acquire_timeout, {});
-                auto r = co_await ask(
-                    [&](auto cb) { session->create(prefix, true, std::move(cb)); });
+                auto r =
+                    co_await ask([&](auto cb) { session->create(prefix, true, std::move(cb)); });
                 if (r.rc == ZNONODE) {
                     const int prc = co_await make_parents();
                     if (prc != ZOK && !zk_outcome_unknown(prc) && !zk_session_gone(prc))
@@ -303,6 +303,13 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 co_return finish(zk_error(r.rc), {});
             }
             const auto d = decide(r.children, node);
+            if (session->config().log.enabled(logger::level::debug)) {
+                std::ostringstream os;
+                os << "zookeeper: " << node << " of " << r.children.size()
+                   << " children: " << d.what << (d.predecessor.empty() ? "" : " ")
+                   << d.predecessor;
+                session->log(logger::level::debug, os.str());
+            }
             if (d.what == zk_lock_decision::verdict::gone) {
                 node.clear();
                 continue;

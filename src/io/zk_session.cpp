@@ -12,20 +12,18 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <zookeeper/zookeeper.h>
-
 #include <algorithm>
 #include <mutex>
 #include <sstream>
 #include <variant>
+#include <zookeeper/zookeeper.h>
 
 namespace corolock::detail {
 
 namespace asio = boost::asio;
 
 bool zk_session_gone(int rc) noexcept {
-    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE ||
-           rc == ZSESSIONMOVED;
+    return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE || rc == ZSESSIONMOVED;
 }
 
 bool zk_outcome_unknown(int rc) noexcept {
@@ -168,9 +166,8 @@ void zk_session::run(asio::any_completion_handler<void(error_code)> h) {
     error_code ec;
     if (running_ || stopped_)
         ec = error::operation_in_progress;
-    else if (config_.hosts.empty() ||
-             (!config_.chroot.empty() &&
-              (config_.chroot.front() != '/' || config_.chroot.back() == '/')))
+    else if (config_.hosts.empty() || (!config_.chroot.empty() && (config_.chroot.front() != '/' ||
+                                                                   config_.chroot.back() == '/')))
         ec = error::invalid_argument;
     if (ec) {
         deliver(std::move(h), ex_, ec);
@@ -178,7 +175,8 @@ void zk_session::run(asio::any_completion_handler<void(error_code)> h) {
     }
     running_ = true;
     run_handler_.push_back(std::move(h));
-    asio::co_spawn(strand_, [self = shared_from_this()] { return self->pump(); }, asio::detached);
+    asio::co_spawn(
+        strand_, [self = shared_from_this()] { return self->pump(); }, asio::detached);
 }
 
 void zk_session::stop() {
@@ -268,8 +266,7 @@ asio::awaitable<void> zk_session::pump() {
         timeval tv{};
         const int rc = zookeeper_interest(zh_, &fd, &interest, &tv);
         const int st = zoo_state(zh_);
-        if (rc == ZINVALIDSTATE || st == ZOO_EXPIRED_SESSION_STATE ||
-            st == ZOO_AUTH_FAILED_STATE) {
+        if (rc == ZINVALIDSTATE || st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE) {
             if (st == ZOO_AUTH_FAILED_STATE) {
                 auth_failed = true;
                 break;
@@ -291,8 +288,8 @@ asio::awaitable<void> zk_session::pump() {
                 fd_ = fd;
             }
         }
-        const auto wait = std::chrono::milliseconds(std::int64_t(tv.tv_sec) * 1000 +
-                                                    tv.tv_usec / 1000);
+        const auto wait =
+            std::chrono::milliseconds(std::int64_t(tv.tv_sec) * 1000 + tv.tv_usec / 1000);
         timer_.expires_after(std::max(wait, std::chrono::milliseconds(0)));
         const int events = co_await wait_events(interest);
         if (stopping_)
@@ -343,7 +340,8 @@ void zk_session::on_session_event(int state) {
 void zk_session::apply(zk_session_action a) {
     publish();
     switch (a) {
-    case zk_session_action::none: break;
+    case zk_session_action::none:
+        break;
     case zk_session_action::arm_timer:
         suspension_.expires_at(fsm_.deadline());
         suspension_.async_wait([self = shared_from_this()](error_code ec) {
@@ -431,8 +429,7 @@ void zk_session::create(std::string path, bool ephemeral_sequential, callback cb
     submit(std::move(cb), [path = std::move(path), ephemeral_sequential, acl](zhandle_t* zh,
                                                                               void* c) {
         return zoo_acreate2(zh, path.c_str(), nullptr, -1, acl,
-                            ephemeral_sequential ? ZOO_EPHEMERAL_SEQUENTIAL : 0, on_string_stat,
-                            c);
+                            ephemeral_sequential ? ZOO_EPHEMERAL_SEQUENTIAL : 0, on_string_stat, c);
     });
 }
 
@@ -454,8 +451,7 @@ void zk_session::get(std::string path, callback cb) {
     });
 }
 
-std::uint64_t zk_session::watch(std::string path, std::function<void(bool)> on_event,
-                                callback cb) {
+std::uint64_t zk_session::watch(std::string path, std::function<void(bool)> on_event, callback cb) {
     const auto id = ++next_watch_;
     watches_.emplace(id, std::move(on_event));
     submit(std::move(cb), [path = std::move(path), id](zhandle_t* zh, void* c) {
@@ -494,7 +490,9 @@ void zk_session::multi(std::vector<zk_op> ops, callback cb) {
             const auto& o = c->ops[i];
             const auto len = static_cast<int>(o.data.size());
             switch (o.what) {
-            case zk_op::kind::check: zoo_check_op_init(&c->zops[i], o.path.c_str(), -1); break;
+            case zk_op::kind::check:
+                zoo_check_op_init(&c->zops[i], o.path.c_str(), -1);
+                break;
             case zk_op::kind::set:
                 zoo_set_op_init(&c->zops[i], o.path.c_str(), o.data.data(), len, -1, nullptr);
                 break;
@@ -506,13 +504,13 @@ void zk_session::multi(std::vector<zk_op> ops, callback cb) {
                 break;
             }
         }
-        return zoo_amulti(zh, static_cast<int>(c->zops.size()), c->zops.data(),
-                          c->results.data(), on_void, c);
+        return zoo_amulti(zh, static_cast<int>(c->zops.size()), c->zops.data(), c->results.data(),
+                          on_void, c);
     });
 }
 
-void zk_session::remove_eventually(std::string path, unsigned session,
-                                   std::function<void(bool)> cb, bool retried) {
+void zk_session::remove_eventually(std::string path, unsigned session, std::function<void(bool)> cb,
+                                   bool retried) {
     auto self = shared_from_this();
     remove(path, [self, path, session, retried, cb = std::move(cb)](zk_reply r) mutable {
         if (r.rc == ZOK)

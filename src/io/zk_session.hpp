@@ -92,8 +92,7 @@ public:
     // exists with a watch: `on_event(deleted)` once the node changes (deleted = it was deleted or
     // the session expired); the returned id cancels it (unwatch). The reply says whether it
     // exists now (ZOK, with czxid) or not (ZNONODE).
-    std::uint64_t watch(std::string path, std::function<void(bool deleted)> on_event,
-                        callback cb);
+    std::uint64_t watch(std::string path, std::function<void(bool deleted)> on_event, callback cb);
     void unwatch(std::uint64_t id);
     void multi(std::vector<zk_op> ops, callback cb);
     // Deletes `path` whatever happens to the connection: retried after each reconnect of

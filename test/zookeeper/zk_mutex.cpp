@@ -1,0 +1,236 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The ZooKeeper lock against a real server, in one process: grants, tokens, try, deadlines,
+// cancellation in every state, reentrant holds, fenced writes, bad arguments, the generic
+// exclusion checker, and a node deleted by someone else.
+#include "common/exclusion_check.hpp"
+#include "common/redis_process.hpp"
+#include "zk_test.hpp"
+#include <corolock/with_lock.hpp>
+#include <corolock/zk_mutex.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/test/unit_test.hpp>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using corolock::zk_lease;
+using corolock::zk_mutex;
+using corolock::test::running_zk;
+using corolock::test::shared_zk;
+using corolock::test::wait_ephemerals;
+using corolock::test::zk_test_config;
+
+static_assert(corolock::lock_handle<zk_mutex>);
+
+namespace {
+
+struct zk_fixture {
+    asio::io_context ioc;
+    template <class F>
+    void run(F body, std::chrono::seconds limit = 30s) {
+        shared_zk(); // started outside the timed body
+        corolock::test::run_coroutine_test(ioc, body(), limit);
+    }
+};
+
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zk_mutex_suite)
+
+BOOST_FIXTURE_TEST_CASE(acquire_release_token_and_node, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        zk_mutex m(*c, "/corolock/test/basic");
+        auto l = co_await m.async_acquire(asio::use_awaitable);
+        BOOST_TEST(l.owns());
+        BOOST_TEST(l.valid());
+        BOOST_TEST(!l.lost());
+        BOOST_TEST((l.token().backend() == corolock::lock_backend::zookeeper));
+        BOOST_TEST(l.token().value() > 0u);
+        BOOST_TEST(l.name().rfind("/corolock/test/basic/", 0) == 0u);
+        BOOST_TEST(l.name().find("-lock-") != std::string::npos);
+        BOOST_TEST(c->state() == corolock::zk_session_state::connected);
+        BOOST_TEST(c->session_timeout().count() == 2000);
+        BOOST_TEST((l.valid_until() > std::chrono::steady_clock::now() + 1s));
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1);
+        const auto first = l.token();
+        co_await l.async_release(asio::use_awaitable);
+        BOOST_TEST(!l.owns());
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+        auto l2 = co_await m.async_acquire(asio::use_awaitable);
+        BOOST_TEST((l2.token() > first));
+        co_await l2.async_release(asio::use_awaitable);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(try_and_deadline_leave_no_node, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        running_zk d(ex, zk_test_config());
+        zk_mutex a(*c, "/corolock/test/try");
+        zk_mutex b(*d, "/corolock/test/try");
+        auto held = co_await a.async_acquire(asio::use_awaitable);
+        auto [ec, none] = co_await b.async_try_acquire(tuple);
+        BOOST_TEST(!ec);
+        BOOST_TEST(!none.owns());
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [ec2, none2] = co_await b.async_acquire_for(200ms, tuple);
+        BOOST_TEST(ec2 == corolock::error::acquire_timeout);
+        BOOST_TEST(!none2.owns());
+        BOOST_TEST((std::chrono::steady_clock::now() - t0 >= 200ms));
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1);
+        co_await held.async_release(asio::use_awaitable);
+        auto got = co_await b.async_try_acquire(asio::use_awaitable);
+        BOOST_TEST(got.owns());
+        co_await got.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(bad_arguments_fail_before_anything_is_sent, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        // Not even running: nothing can be sent.
+        corolock::zk_connection c(ex, zk_test_config());
+        for (const char* bad : {"", "relative", "/trailing/", "/a//b", "/zookeeper/x", "/a/../b"}) {
+            zk_mutex m(c, bad);
+            auto [ec, l] = co_await m.async_acquire(tuple);
+            BOOST_TEST(ec == corolock::error::invalid_name, bad);
+            BOOST_TEST(!l.owns());
+        }
+        zk_mutex m(c, "/corolock/test/args");
+        auto [ec, l] = co_await m.async_acquire_for(-1s, tuple);
+        BOOST_TEST(ec == corolock::error::invalid_wait);
+        zk_lease empty;
+        auto [rec] = co_await empty.async_release(tuple);
+        BOOST_TEST(rec == corolock::error::not_owner);
+        auto [gec, data] = co_await c.async_get("bad path", tuple);
+        BOOST_TEST(gec == corolock::error::invalid_name);
+        BOOST_TEST(corolock::test::ephemerals(shared_zk()) == 0);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(cancellation_in_every_state_leaves_no_node, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        running_zk d(ex, zk_test_config());
+        zk_mutex a(*c, "/corolock/test/cancel");
+        zk_mutex b(*d, "/corolock/test/cancel");
+        auto held = co_await a.async_acquire(asio::use_awaitable);
+        // At once (the create still in flight), after 1 ms (listing or watching), after 50 ms
+        // (waiting on the watch), and through the mutex's cancel().
+        for (auto after : {0ms, 1ms, 5ms, 50ms}) {
+            asio::cancellation_signal sig;
+            auto [ec, l] = co_await [&]() -> awaitable<std::tuple<corolock::error_code, zk_lease>> {
+                asio::steady_timer t(ex, after);
+                t.async_wait(
+                    [&](corolock::error_code) { sig.emit(asio::cancellation_type::terminal); });
+                co_return co_await b.async_acquire(asio::bind_cancellation_slot(sig.slot(), tuple));
+            }();
+            BOOST_TEST(ec == asio::error::operation_aborted, "after " << after.count() << " ms");
+            BOOST_TEST(!l.owns());
+            BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1);
+        }
+        {
+            asio::steady_timer t(ex, 30ms);
+            t.async_wait([&](corolock::error_code) { b.cancel(); });
+            auto [ec, l] = co_await b.async_acquire(tuple);
+            BOOST_TEST(ec == asio::error::operation_aborted);
+            BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1);
+        }
+        co_await held.async_release(asio::use_awaitable);
+        // A grant that arrives with the cancel: held or not, nothing is left after release.
+        asio::cancellation_signal sig;
+        sig.emit(asio::cancellation_type::terminal);
+        auto [ec, l] = co_await b.async_acquire(asio::bind_cancellation_slot(sig.slot(), tuple));
+        if (l)
+            co_await l.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(holds_share_one_node, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        zk_mutex m(*c, "/corolock/test/hold");
+        auto l = co_await m.async_acquire(asio::use_awaitable);
+        auto h1 = l.hold();
+        auto h2 = l.hold();
+        BOOST_TEST((h1.token() == l.token()));
+        BOOST_TEST(h2.valid());
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1);
+        co_await l.async_release(asio::use_awaitable);
+        h1.reset();
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1); // h2 still holds
+        co_await h2.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(fenced_write_and_deletion_by_anyone, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        zk_mutex m(*c, "/corolock/test/fenced");
+        auto l = co_await m.async_acquire(asio::use_awaitable);
+        co_await l.async_fenced_write("/corolock/test/fenced-data", "one", asio::use_awaitable);
+        co_await l.async_fenced_write("/corolock/test/fenced-data", "two", asio::use_awaitable);
+        BOOST_TEST(co_await c->async_get("/corolock/test/fenced-data", asio::use_awaitable) ==
+                   "two");
+        // Someone else (kazoo, another client) deletes the lock node.
+        const auto node = l.name();
+        co_await corolock::test::off_loop([&] {
+            const auto r =
+                corolock::test::run_program({"/usr/bin/python3", "-c",
+                                             "import sys\nfrom kazoo.client import "
+                                             "KazooClient\nk=KazooClient(hosts=sys.argv[1])\n"
+                                             "k.start()\nk.delete(sys.argv[2])\nk.stop()",
+                                             shared_zk().connect_string(), node},
+                                            20s);
+            BOOST_TEST(r.exit_code == 0, r.output);
+        });
+        auto [lost] = co_await l.async_wait_lost(tuple);
+        BOOST_TEST(lost == corolock::error::lease_lost);
+        BOOST_TEST(l.lost());
+        BOOST_TEST(!l.valid());
+        auto [wec] = co_await l.async_fenced_write("/corolock/test/fenced-data", "three", tuple);
+        BOOST_TEST(wec == corolock::error::stale_token);
+        BOOST_TEST(co_await c->async_get("/corolock/test/fenced-data", asio::use_awaitable) ==
+                   "two");
+        auto [rec] = co_await l.async_release(tuple);
+        BOOST_TEST(rec == corolock::error::lease_lost);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_over_zookeeper, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        running_zk d(ex, zk_test_config());
+        zk_mutex a(*c, "/corolock/test/concept");
+        zk_mutex b(*d, "/corolock/test/concept");
+        zk_mutex* const handles[] = {&a, &b};
+        const auto r = co_await corolock::test::check_exclusion<zk_mutex>(
+            handles, 3, 10, []() -> awaitable<void> { co_await corolock::test::sleep_for(1ms); });
+        BOOST_TEST(r.exclusive(2 * 3 * 10), "zookeeper: " << r);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+        // with_lock, generic, hands the body a zk_lease.
+        co_await corolock::with_lock(a, [&](zk_lease& l) -> awaitable<void> {
+            BOOST_TEST(l.valid());
+            co_return;
+        });
+    });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
