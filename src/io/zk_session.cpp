@@ -278,19 +278,33 @@ asio::awaitable<void> zk_session::pump() {
             close_handle();
             continue;
         }
-        // A new socket can reuse the old one's number: re-register while not connected.
+        // A new socket can reuse the old one's number: re-register while not connected. After
+        // an error (the socket closed, a timeout) there is no descriptor to wait on.
+        if (rc != ZOK)
+            fd = -1;
         if (fd != fd_ || st != ZOO_CONNECTED_STATE) {
             if (sd_.is_open())
                 sd_.release();
             fd_ = -1;
-            if (fd >= 0) {
-                sd_.assign(fd);
+            error_code ec;
+            if (fd >= 0)
+                sd_.assign(fd, ec);
+            if (fd >= 0 && !ec)
                 fd_ = fd;
-            }
+            else if (ec)
+                log(logger::level::error,
+                    "zookeeper: cannot wait on the client's socket: " + ec.message());
         }
-        const auto wait =
-            std::chrono::milliseconds(std::int64_t(tv.tv_sec) * 1000 + tv.tv_usec / 1000);
+        auto wait = std::chrono::milliseconds(std::int64_t(tv.tv_sec) * 1000 + tv.tv_usec / 1000);
+        if (rc != ZOK || fd_ < 0)
+            wait = std::clamp(wait, std::chrono::milliseconds(1), std::chrono::milliseconds(50));
         timer_.expires_after(std::max(wait, std::chrono::milliseconds(0)));
+        if (st != ZOO_CONNECTED_STATE && config_.log.enabled(logger::level::debug)) {
+            std::ostringstream os;
+            os << "zookeeper: pump rc " << rc << " state " << st << " fd " << fd << " interest "
+               << interest << " wait " << wait.count() << " ms";
+            log(logger::level::debug, os.str());
+        }
         const int events = co_await wait_events(interest);
         if (stopping_)
             break;
