@@ -3,6 +3,7 @@
 #include "io/zk_grant.hpp"
 #include "io/zk_lock_op.hpp"
 #include <corolock/zk_mutex.hpp>
+#include <corolock/zk_shared_mutex.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
@@ -181,28 +182,43 @@ zk_mutex::executor_type zk_mutex::get_executor() const noexcept {
 }
 
 void zk_mutex::cancel() {
-    asio::post(session_->strand(), [s = session_, id = id_] { s->cancel_ops(id); });
+    detail::cancel_zk_acquires(session_, id_);
 }
 
 zk_mutex::clock::time_point zk_mutex::deadline_in(duration wait) noexcept {
-    if (wait < duration::zero())
-        return clock::time_point::min();
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
+    return detail::zk_deadline_in(wait);
 }
 
 void zk_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
-    if (deadline == clock::time_point::min())
-        return detail::deliver(std::move(h), session_->executor(), error_code(error::invalid_wait),
-                               zk_lease());
-    detail::zk_lock_request req;
-    req.path = path_;
-    req.kind = detail::zk_node_kind::lock;
-    req.deadline = deadline;
-    req.once = once;
-    req.op_id = session_->next_id();
-    req.mutex_id = id_;
-    detail::start_zk_acquire(session_, std::move(req), std::move(h));
+    detail::start_zk_acquire(session_, {path_, detail::zk_node_kind::lock, deadline, once, 0, id_},
+                             std::move(h));
+}
+
+// zk_shared_mutex
+
+zk_shared_mutex::zk_shared_mutex(zk_connection& conn, std::string path)
+    : session_(conn.impl_), path_(std::move(path)), id_(session_->next_id()) {}
+
+zk_shared_mutex::~zk_shared_mutex() {
+    cancel();
+}
+
+zk_shared_mutex::executor_type zk_shared_mutex::get_executor() const noexcept {
+    return session_->executor();
+}
+
+void zk_shared_mutex::cancel() {
+    detail::cancel_zk_acquires(session_, id_);
+}
+
+zk_shared_mutex::clock::time_point zk_shared_mutex::detail_deadline_in(duration wait) noexcept {
+    return detail::zk_deadline_in(wait);
+}
+
+void zk_shared_mutex::acquire_impl(bool write, clock::time_point deadline, bool once,
+                                   acquire_handler h) {
+    const auto kind = write ? detail::zk_node_kind::write : detail::zk_node_kind::read;
+    detail::start_zk_acquire(session_, {path_, kind, deadline, once, 0, id_}, std::move(h));
 }
 
 } // namespace corolock

@@ -359,9 +359,23 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
     }
 };
 
+void cancel_zk_acquires(const std::shared_ptr<zk_session>& s, std::uint64_t mutex_id) {
+    asio::post(s->strand(), [s, mutex_id] { s->cancel_ops(mutex_id); });
+}
+
+clock::time_point zk_deadline_in(clock::duration wait) {
+    if (wait < clock::duration::zero())
+        return clock::time_point::min();
+    const auto now = clock::now();
+    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
+}
+
 void start_zk_acquire(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acquire_handler h) {
     if (!valid_lock_path(req.path))
         return deliver(std::move(h), s->executor(), error_code(error::invalid_name), zk_lease());
+    if (req.deadline == clock::time_point::min())
+        return deliver(std::move(h), s->executor(), error_code(error::invalid_wait), zk_lease());
+    req.op_id = s->next_id();
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<zk_acquire_op>(s, std::move(req), std::move(h));
     if (slot.is_connected()) {

@@ -27,9 +27,16 @@ struct zk_lock_request {
     std::uint64_t mutex_id = 0;
 };
 
-// Any thread: checks the path (invalid_name before anything is sent), then runs the
-// acquisition on the session's strand and completes `h` on its executor.
+// Any thread: checks the path and the deadline (invalid_name, invalid_wait: before anything is
+// sent), then runs the acquisition on the session's strand and completes `h` on its executor.
+// `req.op_id` is given here.
 void start_zk_acquire(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acquire_handler h);
+
+// Any thread: cancels the acquisitions of the mutex `mutex_id` (on the strand).
+void cancel_zk_acquires(const std::shared_ptr<zk_session>& s, std::uint64_t mutex_id);
+
+// now + wait, saturated; time_point::min() (invalid_wait) for a negative wait.
+std::chrono::steady_clock::time_point zk_deadline_in(std::chrono::steady_clock::duration wait);
 
 } // namespace corolock::detail
 

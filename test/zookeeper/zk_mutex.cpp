@@ -7,11 +7,13 @@
 #include "zk_test.hpp"
 #include <corolock/with_lock.hpp>
 #include <corolock/zk_mutex.hpp>
+#include <corolock/zk_shared_mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -230,6 +232,59 @@ BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_over_zookeeper, zk_fixture) {
             BOOST_TEST(l.valid());
             co_return;
         });
+    });
+}
+
+// Readers share; a writer waits for the readers before it and excludes everyone; a reader that
+// comes after a waiting writer waits for it.
+BOOST_FIXTURE_TEST_CASE(read_write_lock_on_the_same_recipe, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        running_zk d(ex, zk_test_config());
+        corolock::zk_shared_mutex a(*c, "/corolock/test/rw");
+        corolock::zk_shared_mutex b(*d, "/corolock/test/rw");
+        auto r1 = co_await a.async_acquire_shared(asio::use_awaitable);
+        auto r2 = co_await b.async_acquire_shared(asio::use_awaitable);
+        BOOST_TEST((r1.valid() && r2.valid()));
+        auto [ec, none] = co_await b.async_try_acquire(tuple);
+        BOOST_TEST(!none.owns());
+        bool writer_in = false, late_reader_in = false;
+        zk_lease w, r3;
+        asio::co_spawn(
+            ex,
+            [&]() -> awaitable<void> {
+                w = co_await b.async_acquire(asio::use_awaitable);
+                writer_in = true;
+            },
+            asio::detached);
+        co_await corolock::test::sleep_for(100ms);
+        asio::co_spawn(
+            ex,
+            [&]() -> awaitable<void> {
+                r3 = co_await a.async_acquire_shared(asio::use_awaitable);
+                late_reader_in = true;
+            },
+            asio::detached);
+        co_await corolock::test::sleep_for(100ms);
+        BOOST_TEST(!writer_in);
+        BOOST_TEST(!late_reader_in); // behind the waiting writer
+        co_await r1.async_release(asio::use_awaitable);
+        co_await corolock::test::sleep_for(50ms);
+        BOOST_TEST(!writer_in);
+        co_await r2.async_release(asio::use_awaitable);
+        for (int i = 0; i < 100 && !writer_in; ++i)
+            co_await corolock::test::sleep_for(10ms);
+        BOOST_TEST(writer_in);
+        BOOST_TEST(!late_reader_in);
+        const auto writer_token = w.token();
+        co_await w.async_release(asio::use_awaitable);
+        for (int i = 0; i < 100 && !late_reader_in; ++i)
+            co_await corolock::test::sleep_for(10ms);
+        BOOST_TEST(late_reader_in);
+        BOOST_TEST((r3.token() > writer_token));
+        co_await r3.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
     });
 }
 
