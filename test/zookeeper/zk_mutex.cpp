@@ -3,6 +3,7 @@
 // cancellation in every state, reentrant holds, fenced writes, bad arguments, the generic
 // exclusion checker, and a node deleted by someone else.
 #include "common/exclusion_check.hpp"
+#include "common/fault_proxy.hpp"
 #include "common/redis_process.hpp"
 #include "zk_test.hpp"
 #include <corolock/with_lock.hpp>
@@ -232,6 +233,81 @@ BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_over_zookeeper, zk_fixture) {
             BOOST_TEST(l.valid());
             co_return;
         });
+    });
+}
+
+// A create whose reply is lost (the connection reset after the server created the node): after
+// the reconnect the acquisition finds its node by its owner id and keeps it, or, cancelled
+// meanwhile, deletes it. Never an orphan.
+BOOST_FIXTURE_TEST_CASE(lost_create_reply_leaves_no_orphan, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        corolock::test::fault_proxy proxy(shared_zk().client_port(0));
+        running_zk c(ex, zk_test_config("127.0.0.1:" + std::to_string(proxy.port()), 4s));
+        zk_mutex m(*c, "/corolock/test/lost-reply");
+        co_await (co_await m.async_acquire(asio::use_awaitable)).async_release(asio::use_awaitable);
+        for (const bool cancel : {false, true}) {
+            proxy.half_open();
+            asio::cancellation_signal sig;
+            bool done = false;
+            corolock::error_code got;
+            zk_lease l;
+            asio::co_spawn(
+                ex,
+                [&]() -> awaitable<void> {
+                    std::tie(got, l) =
+                        co_await m.async_acquire(asio::bind_cancellation_slot(sig.slot(), tuple));
+                    done = true;
+                },
+                asio::detached);
+            BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1); // created, reply held
+            proxy.reset_all();
+            if (cancel)
+                sig.emit(asio::cancellation_type::terminal);
+            proxy.heal();
+            for (int i = 0; i < 500 && !done; ++i)
+                co_await corolock::test::sleep_for(10ms);
+            BOOST_REQUIRE(done);
+            if (cancel) {
+                BOOST_TEST(got == asio::error::operation_aborted);
+                BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+            } else {
+                BOOST_TEST(!got);
+                BOOST_TEST(l.valid());
+                BOOST_TEST(corolock::test::ephemerals(shared_zk()) == 1); // its own, no second
+                co_await l.async_release(asio::use_awaitable);
+                BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+            }
+        }
+    });
+}
+
+// Chroot and digest authentication: the same lock seen through a chroot and without one.
+BOOST_FIXTURE_TEST_CASE(chroot_and_digest_auth, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk plain(ex, zk_test_config());
+        zk_mutex outer(*plain, "/corolock-chroot/app/lock");
+        auto l = co_await outer.async_acquire(asio::use_awaitable); // creates the chroot's node
+        auto cfg = zk_test_config();
+        cfg.chroot = "/corolock-chroot/app";
+        cfg.digest_user = "app";
+        cfg.digest_password = "secret";
+        running_zk rooted(ex, cfg);
+        zk_mutex inner(*rooted, "/lock");
+        auto [ec, none] = co_await inner.async_try_acquire(tuple);
+        BOOST_TEST(!ec);
+        BOOST_TEST(!none.owns()); // the same lock
+        co_await l.async_release(asio::use_awaitable);
+        auto mine = co_await inner.async_acquire(asio::use_awaitable);
+        BOOST_TEST(mine.name().rfind("/lock/", 0) == 0u);
+        co_await mine.async_release(asio::use_awaitable);
+        // A chroot that is not a path fails the run before anything is sent.
+        auto bad = zk_test_config();
+        bad.chroot = "no-slash";
+        corolock::zk_connection conn(ex, bad);
+        auto [rec] = co_await conn.async_run(tuple);
+        BOOST_TEST(rec == corolock::error::invalid_argument);
     });
 }
 
