@@ -6,13 +6,12 @@
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
+#include <corolock/lease.hpp>
 #include <corolock/zk_connection.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
-#include <boost/asio/post.hpp>
 
 #include <chrono>
 #include <memory>
@@ -25,13 +24,6 @@ namespace corolock {
 namespace detail {
 struct zk_grant;
 struct zk_acquire_op;
-// Completes `h` with `not_owner` on its executor: an operation on an empty zk_lease or zk_hold.
-template <class Handler>
-void zk_fail_empty(Handler h) {
-    auto ex = boost::asio::get_associated_executor(h);
-    boost::asio::post(ex,
-                      [h = std::move(h)]() mutable { std::move(h)(error_code(error::not_owner)); });
-}
 } // namespace detail
 
 class zk_hold;
@@ -94,7 +86,7 @@ public:
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::zk_grant> g) {
                 if (!g)
-                    return detail::zk_fail_empty(std::move(handler));
+                    return detail::fail_empty(std::move(handler));
                 wait_lost_impl(std::move(g), std::move(handler));
             },
             token, grant_);
@@ -115,7 +107,7 @@ public:
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::zk_grant> g) {
                 if (!g)
-                    return detail::zk_fail_empty(std::move(handler));
+                    return detail::fail_empty(std::move(handler));
                 release_impl(std::move(g), std::move(handler));
             },
             token, std::move(grant_));
@@ -138,7 +130,7 @@ public:
             [](auto handler, std::shared_ptr<detail::zk_grant> g, std::string path,
                std::string data) {
                 if (!g)
-                    return detail::zk_fail_empty(std::move(handler));
+                    return detail::fail_empty(std::move(handler));
                 fenced_write_impl(std::move(g), std::move(path), std::move(data),
                                   std::move(handler));
             },
@@ -196,7 +188,7 @@ public:
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::zk_grant> g) {
                 if (!g)
-                    return detail::zk_fail_empty(std::move(handler));
+                    return detail::fail_empty(std::move(handler));
                 zk_lease::release_impl(std::move(g), std::move(handler));
             },
             token, std::move(grant_));
