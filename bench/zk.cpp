@@ -128,7 +128,7 @@ for t in ts: t.join()
 k.stop()
 print(sum(counts) / seconds)
 )";
-    const auto r = run_program(
+    const auto r = test::run_program(
         {"/usr/bin/python3", "-c", script, hosts, std::to_string(threads), std::to_string(seconds)},
         std::chrono::seconds(120));
     if (r.exit_code != 0) {

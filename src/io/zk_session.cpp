@@ -47,7 +47,7 @@ namespace {
 // One request in the C client: what its completion needs, freed by the completion (the C client
 // calls each completion exactly once, with ZCLOSING when the handle is closed first).
 struct zk_call {
-    asio::any_io_executor strand;
+    std::weak_ptr<zk_session> owner;
     zk_session::callback cb;
     unsigned session = 0;
     // multi: the ops' strings and results live until the completion.
@@ -57,8 +57,16 @@ struct zk_call {
     std::vector<std::string> path_buffers;
 
     void done(zk_reply r) {
+        // Completed by zookeeper_close in the session's destructor: nobody is left to tell.
+        auto s = owner.lock();
+        if (!s)
+            return;
+        // Closed to open a new session after an expiry: the request's session is gone.
+        if (r.rc == ZCLOSING && s->renewing())
+            r.rc = ZSESSIONEXPIRED;
         r.session = session;
-        asio::post(strand, [cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
+        asio::post(s->strand(),
+                   [cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
     }
 };
 
@@ -275,7 +283,9 @@ asio::awaitable<void> zk_session::pump() {
             // the next session starts on a fresh handle.
             if (fsm_.state() != zk_session_state::expired)
                 apply(fsm_.on_event(zk_session_event::expired, clock::now()));
+            renewing_ = true;
             close_handle();
+            renewing_ = false;
             continue;
         }
         // A new socket can reuse the old one's number: re-register while not connected. After
@@ -417,7 +427,7 @@ void zk_session::when_connected(std::function<void(bool)> cb) {
 
 void zk_session::submit(callback cb, std::function<int(zhandle_t*, void*)> send) {
     auto issue = [this, cb, send]() mutable {
-        auto* c = new zk_call{strand_, std::move(cb), fsm_.sessions(), {}, {}, {}, {}};
+        auto* c = new zk_call{weak_from_this(), std::move(cb), fsm_.sessions(), {}, {}, {}, {}};
         const int rc = send(zh_, c);
         if (rc != ZOK) {
             zk_reply r;

@@ -102,6 +102,8 @@ public:
     // Calls `cb(true)` once connected (posted), `cb(false)` once stopped.
     void when_connected(std::function<void(bool)> cb);
     unsigned current_session() const noexcept { return fsm_.sessions(); }
+    // The handle is being closed to open a new session after an expiry.
+    bool renewing() const noexcept { return renewing_; }
 
     // Acquisitions in progress, by id, with the mutex they belong to: zk_mutex::cancel.
     void remember_op(std::uint64_t op, std::uint64_t mutex, std::function<void()> cancel) {
@@ -151,6 +153,7 @@ private:
     bool running_ = false;
     bool stopping_ = false;
     bool stopped_ = false;
+    bool renewing_ = false;
     error_code run_result_;
     std::list<boost::asio::any_completion_handler<void(error_code)>> run_handler_;
     std::list<pending> queue_;

@@ -282,6 +282,48 @@ BOOST_FIXTURE_TEST_CASE(lost_create_reply_leaves_no_orphan, zk_fixture) {
     });
 }
 
+// The session expires while its server is cut off (a partition longer than the timeout): the
+// lease is lost at its valid_until, the server deletes the node, and after the partition heals
+// the connection opens a new session by itself; an acquire queued meanwhile is granted in it.
+BOOST_FIXTURE_TEST_CASE(session_expiry_and_a_new_session, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        corolock::test::fault_proxy proxy(shared_zk().client_port(0));
+        running_zk c(ex, zk_test_config("127.0.0.1:" + std::to_string(proxy.port()), 1s));
+        zk_mutex m(*c, "/corolock/test/expiry");
+        auto l = co_await m.async_acquire(asio::use_awaitable);
+        BOOST_TEST(c->sessions() == 1u);
+        proxy.blackhole();
+        auto [lost] = co_await l.async_wait_lost(tuple);
+        BOOST_TEST(lost == corolock::error::lease_lost);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0); // expired by the server
+        bool done = false;
+        corolock::error_code got;
+        zk_lease l2;
+        asio::co_spawn(
+            ex,
+            [&]() -> awaitable<void> {
+                std::tie(got, l2) = co_await m.async_acquire(tuple);
+                done = true;
+            },
+            asio::detached);
+        co_await corolock::test::sleep_for(200ms);
+        BOOST_TEST(!done);
+        proxy.heal();
+        for (int i = 0; i < 500 && !done; ++i)
+            co_await corolock::test::sleep_for(10ms);
+        BOOST_REQUIRE(done);
+        BOOST_TEST(!got);
+        BOOST_TEST(l2.valid());
+        BOOST_TEST(c->sessions() == 2u);
+        BOOST_TEST(c->state() == corolock::zk_session_state::connected);
+        auto [rec] = co_await l.async_release(tuple);
+        BOOST_TEST(rec == corolock::error::lease_lost);
+        co_await l2.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+    });
+}
+
 // Chroot and digest authentication: the same lock seen through a chroot and without one.
 BOOST_FIXTURE_TEST_CASE(chroot_and_digest_auth, zk_fixture) {
     run([&]() -> awaitable<void> {
