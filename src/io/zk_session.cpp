@@ -206,6 +206,10 @@ void zk_session::open_handle() {
     zh_ = zookeeper_init(hosts.c_str(), session_watcher, static_cast<int>(ms), nullptr, this, 0);
     if (zh_ == nullptr)
         return;
+    // By default the C client resolves the host list again at every zookeeper_interest (a
+    // netlink dump per loop, a third of a cycle's time): once a minute is enough, and a lost
+    // connection resolves anew anyway.
+    zoo_set_servers_resolution_delay(zh_, 60'000);
     if (!config_.digest_user.empty()) {
         const auto cred = config_.digest_user + ":" + config_.digest_password;
         zoo_add_auth(zh_, "digest", cred.data(), static_cast<int>(cred.size()), nullptr, nullptr);
