@@ -324,6 +324,52 @@ BOOST_FIXTURE_TEST_CASE(session_expiry_and_a_new_session, zk_fixture) {
     });
 }
 
+// No herd: five waiters in line, and each release makes exactly one of them list the children
+// again (the lock's debug log has a line per decision).
+BOOST_FIXTURE_TEST_CASE(one_waiter_woken_per_release, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto cfg = zk_test_config();
+        int decisions = 0;
+        cfg.log.lvl = corolock::logger::level::debug;
+        cfg.log.fn = [&](corolock::logger::level, std::string_view line) {
+            decisions += line.find(" children: ") != std::string_view::npos ? 1 : 0;
+        };
+        running_zk c(ex, cfg);
+        zk_mutex m(*c, "/corolock/test/herd");
+        auto holder = co_await m.async_acquire(asio::use_awaitable);
+        std::vector<zk_lease> got(5);
+        int granted = 0;
+        for (auto& l : got)
+            asio::co_spawn(
+                ex,
+                [&]() -> awaitable<void> {
+                    l = co_await m.async_acquire(asio::use_awaitable);
+                    ++granted;
+                },
+                asio::detached);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 6) == 6);
+        co_await corolock::test::sleep_for(100ms);
+        BOOST_TEST(decisions == 1 + 5); // each listed once, then watched its predecessor
+        decisions = 0;
+        co_await holder.async_release(asio::use_awaitable);
+        for (int round = 1; round <= 5; ++round) {
+            for (int i = 0; i < 300 && granted < round; ++i)
+                co_await corolock::test::sleep_for(5ms);
+            co_await corolock::test::sleep_for(50ms); // room for a herd, if there were one
+            BOOST_TEST(granted == round);
+            BOOST_TEST(decisions == round,
+                       "release " << round << ": " << decisions << " waiters listed again");
+            for (auto& l : got)
+                if (l && l.valid()) {
+                    co_await l.async_release(asio::use_awaitable);
+                    break;
+                }
+        }
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+    });
+}
+
 // Chroot and digest authentication: the same lock seen through a chroot and without one.
 BOOST_FIXTURE_TEST_CASE(chroot_and_digest_auth, zk_fixture) {
     run([&]() -> awaitable<void> {
