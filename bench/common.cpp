@@ -28,7 +28,7 @@ namespace corolock::bench {
 // options
 
 void usage(std::ostream& os) {
-    os << "usage: corolock-bench pipeline|lock|soak|multi|redlock|cluster|sync|rate [options]\n"
+    os << "usage: corolock-bench pipeline|lock|soak|multi|redlock|cluster|sync|rate|zk [options]\n"
           "  pipeline: K coroutines loop SET over one connection, next to redis-benchmark SET\n"
           "  lock:     acquire/release figures over one connection (uncontended, contended,\n"
           "            nested holds, dropped vs awaited release, allocations, many locks under\n"
@@ -43,6 +43,8 @@ void usage(std::ostream& os) {
           "            uncontended cycles/s (1, 50 coroutines), master SIGKILL to first acquire\n"
           "  rate:     rate_limiter try_acquire calls/s over one connection (1, 64 coroutines),\n"
           "            next to redis-benchmark running the same GCRA script\n"
+          "  zk:       the ZooKeeper lock (corolock::zookeeper builds only) on a private server:\n"
+          "            uncontended cycles/s (1, 50 coroutines), hand-off, next to kazoo's Lock\n"
           "  --coroutines K   pipeline: concurrent coroutines on one connection (default 256);\n"
           "                   lock: run the uncontended figures at this count only\n"
           "  --seconds S      measured time per figure (pipeline: 5 after 1 s warm-up;\n"

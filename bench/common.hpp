@@ -189,6 +189,8 @@ int run_sync(const options& o);
 int run_redlock(const options& o);
 int run_cluster(const options& o);
 int run_rate(const options& o);
+// corolock-bench zk (zk.cpp; only with corolock::zookeeper).
+int run_zk(const options& o);
 
 } // namespace corolock::bench
 

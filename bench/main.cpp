@@ -12,6 +12,7 @@
 //   corolock-bench cluster [--seconds S] [--json]
 //   corolock-bench sync [--seconds S] [--host H --port P] [--json]
 //   corolock-bench rate [--seconds S] [--host H --port P] [--json]
+//   corolock-bench zk [--seconds S] [--json]       (with corolock::zookeeper)
 //
 // One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp,
 // redlock.cpp, cluster.cpp, rate_limiter.cpp); what they share is in common.hpp. See
@@ -30,10 +31,17 @@ struct subcommand {
 };
 
 constexpr subcommand subcommands[] = {
-    {"pipeline", corolock::bench::run_pipeline}, {"lock", corolock::bench::run_lock},
-    {"soak", corolock::bench::run_soak},         {"multi", corolock::bench::run_multi},
-    {"redlock", corolock::bench::run_redlock},   {"cluster", corolock::bench::run_cluster},
-    {"sync", corolock::bench::run_sync},         {"rate", corolock::bench::run_rate},
+    {"pipeline", corolock::bench::run_pipeline},
+    {"lock", corolock::bench::run_lock},
+    {"soak", corolock::bench::run_soak},
+    {"multi", corolock::bench::run_multi},
+    {"redlock", corolock::bench::run_redlock},
+    {"cluster", corolock::bench::run_cluster},
+    {"sync", corolock::bench::run_sync},
+    {"rate", corolock::bench::run_rate},
+#ifdef COROLOCK_BENCH_ZOOKEEPER
+    {"zk", corolock::bench::run_zk},
+#endif
 };
 
 } // namespace

@@ -53,6 +53,19 @@ if(TARGET corolock_postgres)
         FILE corolock-postgres-targets.cmake DESTINATION ${corolock_cmake_dir})
     configure_file(cmake/corolock-postgres.pc.in ${PROJECT_BINARY_DIR}/corolock-postgres.pc @ONLY)
     install(FILES ${PROJECT_BINARY_DIR}/corolock-postgres.pc DESTINATION ${corolock_pc_dir})
+# corolock::zookeeper (COROLOCK_WITH_ZOOKEEPER): its own export set, loaded by the package's
+# config file when installed (`find_package(corolock COMPONENTS zookeeper)` requires it), and its
+# own pkg-config file.
+if(TARGET corolock_zookeeper)
+    install(TARGETS corolock_zookeeper EXPORT corolock-zookeeper-targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(EXPORT corolock-zookeeper-targets NAMESPACE corolock::
+        FILE corolock-zookeeper-targets.cmake DESTINATION ${corolock_cmake_dir})
+    configure_file(cmake/corolock-zookeeper.pc.in ${PROJECT_BINARY_DIR}/corolock-zookeeper.pc
+        @ONLY)
+    install(FILES ${PROJECT_BINARY_DIR}/corolock-zookeeper.pc DESTINATION ${corolock_pc_dir})
 endif()
 
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corolock)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building and testing corolock need (g++, clang-14, CMake,
 # Boost 1.81, OpenSSL, redis-server, PostgreSQL 15 and libpq for the optional corolock::postgres,
-# ...). tools/test.sh and tools/demo.sh run it first.
+# ZooKeeper 3.8 with its single-threaded C client for the optional corolock::zookeeper and
+# python3-kazoo for its bench, ...). tools/test.sh and tools/demo.sh run it first.
 #
 #   tools/setup.sh           install what is missing (as root; otherwise print the apt command)
 #   tools/setup.sh --check   only say what is missing; exit 1 if anything is
@@ -10,7 +11,7 @@ set -euo pipefail
 packages=(
     cmake g++ make pkg-config clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
     libssl-dev openssl redis-server redis-tools redis-sentinel procps iptables iproute2
-    wrk curl doxygen postgresql-15 libpq-dev
+    wrk curl doxygen postgresql-15 libpq-dev zookeeper libzookeeper-st-dev python3-kazoo
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -37,6 +38,10 @@ package_present() {
     libssl-dev) [[ -f /usr/include/openssl/ssl.h ]] ;;
     postgresql-15) [[ -x /usr/lib/postgresql/15/bin/postgres && -x /usr/lib/postgresql/15/bin/initdb ]] ;;
     libpq-dev) [[ -f /usr/include/postgresql/libpq-fe.h ]] ;;
+    zookeeper) [[ -f /usr/share/java/zookeeper.jar ]] && command -v java >/dev/null 2>&1 ;;
+    libzookeeper-st-dev) [[ -f /usr/include/zookeeper/zookeeper.h ]] &&
+        compgen -G '/usr/lib/*/libzookeeper_st.so' >/dev/null ;;
+    python3-kazoo) python3 -c 'import kazoo' >/dev/null 2>&1 ;;
     *) return 1 ;;
     esac
 }

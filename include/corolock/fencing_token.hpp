@@ -17,7 +17,7 @@ enum class lock_backend : std::uint8_t {
     redis = 1,     ///< `mutex`, its siblings and `redlock` (single master, Sentinel or cluster)
     local = 2,     ///< the in-process `local_mutex`
     postgres = 3,  ///< reserved for the PostgreSQL backend (issue 19, not yet in this library)
-    zookeeper = 4, ///< reserved for a ZooKeeper backend (not yet in this library)
+    zookeeper = 4, ///< `zk_mutex`, `zk_shared_mutex` (the lock node's `czxid`)
 };
 
 /// "redis", "local", ...

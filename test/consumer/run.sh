@@ -48,6 +48,11 @@ consume() {
 with_postgres() {
     if grep -q '^COROLOCK_WITH_POSTGRES:BOOL=ON' "$1/CMakeCache.txt"; then
         echo corolock_postgres
+# with_zookeeper BUILD-DIR: the optional corolock::zookeeper target when that build has it
+# (libzookeeper_st found).
+with_zookeeper() {
+    if grep -q '^COROLOCK_WITH_ZOOKEEPER:BOOL=ON' "$1/CMakeCache.txt"; then
+        echo corolock_zookeeper
     fi
 }
 
@@ -62,14 +67,14 @@ else
     log "static Debug library -> $work/static"
     install_library static -DCMAKE_BUILD_TYPE=Debug -DCOROLOCK_BUILD_TESTS=OFF
     # shellcheck disable=SC2046 # an optional target name, or nothing
-    cmake --build "$work/build-static" -j"$jobs" --target corolock $(with_postgres "$work/build-static")
+    cmake --build "$work/build-static" -j"$jobs" --target corolock $(with_postgres "$work/build-static") $(with_zookeeper "$work/build-static")
     cmake --install "$work/build-static" >/dev/null
 fi
 
 log "shared Release library -> $work/shared"
 install_library shared -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=ON
 # shellcheck disable=SC2046 # an optional target name, or nothing
-cmake --build "$work/build-shared" -j"$jobs" --target corolock $(with_postgres "$work/build-shared")
+cmake --build "$work/build-shared" -j"$jobs" --target corolock $(with_postgres "$work/build-shared") $(with_zookeeper "$work/build-shared")
 cmake --install "$work/build-shared" >/dev/null
 
 # What the prefixes hold.
@@ -90,6 +95,16 @@ for name in static shared; do
         [[ -f $work/$name/$f ]] || fail "$name install has no $f"
     done
 done
+# corolock::zookeeper, when built: its export set (loaded by the config file), its pkg-config
+# file and headers.
+if [[ -n $(with_zookeeper "$work/build-shared") ]]; then
+    for name in static shared; do
+        for f in lib/cmake/corolock/corolock-zookeeper-targets.cmake \
+            lib/pkgconfig/corolock-zookeeper.pc include/corolock/zk_mutex.hpp; do
+            [[ -f $work/$name/$f ]] || fail "$name install has no $f"
+        done
+    done
+fi
 so=$work/shared/lib/libcorolock.so
 soname=$(objdump -p "$so" | awk '/SONAME/ {print $2}')
 [[ $soname =~ ^libcorolock\.so\.[0-9]+\.[0-9]+$ ]] || fail "SONAME is '$soname'"

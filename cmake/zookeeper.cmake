@@ -1,0 +1,51 @@
+# corolock::zookeeper: the ZooKeeper backend (doc/zookeeper.md), a library of its own over the
+# main one, so that only its users link the ZooKeeper C client (Debian's single-threaded
+# libzookeeper_st). Included by the top-level CMakeLists.txt when COROLOCK_WITH_ZOOKEEPER is on.
+if(NOT COROLOCK_ZOOKEEPER_LIBRARY OR NOT COROLOCK_ZOOKEEPER_INCLUDE_DIR)
+    message(FATAL_ERROR "COROLOCK_WITH_ZOOKEEPER needs libzookeeper_st and zookeeper/zookeeper.h "
+        "(Debian: libzookeeper-st-dev; tools/setup.sh installs it)")
+endif()
+add_library(corolock_zookeeper_client UNKNOWN IMPORTED)
+set_target_properties(corolock_zookeeper_client PROPERTIES
+    IMPORTED_LOCATION ${COROLOCK_ZOOKEEPER_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${COROLOCK_ZOOKEEPER_INCLUDE_DIR})
+
+set(COROLOCK_ZOOKEEPER_SOURCES
+    src/core/zk_lock_recipe.cpp
+    src/core/zk_session_fsm.cpp
+    src/io/zk_lock_op.cpp
+    src/io/zk_session.cpp
+    src/zk_connection.cpp
+    src/zk_mutex.cpp)
+if(corolock_type STREQUAL "SHARED_LIBRARY")
+    # The pure pieces shared with the Redis side are hidden in libcorolock.so: a copy of their
+    # objects goes into this library too (hidden as well).
+    list(APPEND COROLOCK_ZOOKEEPER_SOURCES src/io/owner_id.cpp)
+endif()
+add_library(corolock_zookeeper ${COROLOCK_ZOOKEEPER_SOURCES})
+add_library(corolock::zookeeper ALIAS corolock_zookeeper)
+set_target_properties(corolock_zookeeper PROPERTIES
+    EXPORT_NAME zookeeper
+    VERSION ${PROJECT_VERSION}
+    SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+target_compile_features(corolock_zookeeper PUBLIC cxx_std_20)
+target_include_directories(corolock_zookeeper PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(corolock_zookeeper
+    PUBLIC corolock
+    PRIVATE $<BUILD_INTERFACE:corolock_zookeeper_client> $<BUILD_INTERFACE:corolock_warnings>)
+# An installed static corolock_zookeeper still needs the C client at link time.
+target_link_libraries(corolock_zookeeper INTERFACE
+    $<INSTALL_INTERFACE:$<$<STREQUAL:$<TARGET_PROPERTY:corolock_zookeeper,TYPE>,STATIC_LIBRARY>:zookeeper_st>>)
+if(corolock_type STREQUAL "SHARED_LIBRARY")
+    set_target_properties(corolock_zookeeper PROPERTIES
+        CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+    # Tests reach the pure cores (src/core/zk_*) directly, as corolock_internals does.
+    add_library(corolock_zookeeper_internals STATIC EXCLUDE_FROM_ALL
+        $<TARGET_OBJECTS:corolock_zookeeper>)
+    target_include_directories(corolock_zookeeper_internals PUBLIC ${PROJECT_SOURCE_DIR}/include)
+    target_compile_features(corolock_zookeeper_internals PUBLIC cxx_std_20)
+    target_link_libraries(corolock_zookeeper_internals
+        PUBLIC corolock_internals corolock_zookeeper_client)
+else()
+    add_library(corolock_zookeeper_internals ALIAS corolock_zookeeper)
+endif()
