@@ -53,6 +53,8 @@ if(TARGET corolock_postgres)
         FILE corolock-postgres-targets.cmake DESTINATION ${corolock_cmake_dir})
     configure_file(cmake/corolock-postgres.pc.in ${PROJECT_BINARY_DIR}/corolock-postgres.pc @ONLY)
     install(FILES ${PROJECT_BINARY_DIR}/corolock-postgres.pc DESTINATION ${corolock_pc_dir})
+endif()
+
 # corolock::zookeeper (COROLOCK_WITH_ZOOKEEPER): its own export set, loaded by the package's
 # config file when installed (`find_package(corolock COMPONENTS zookeeper)` requires it), and its
 # own pkg-config file.

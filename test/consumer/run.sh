@@ -48,6 +48,9 @@ consume() {
 with_postgres() {
     if grep -q '^COROLOCK_WITH_POSTGRES:BOOL=ON' "$1/CMakeCache.txt"; then
         echo corolock_postgres
+    fi
+}
+
 # with_zookeeper BUILD-DIR: the optional corolock::zookeeper target when that build has it
 # (libzookeeper_st found).
 with_zookeeper() {
@@ -61,7 +64,8 @@ if [[ -n ${COROLOCK_STATIC_BUILD:-} ]]; then
     grep -q '^BUILD_SHARED_LIBS:BOOL=ON' "$COROLOCK_STATIC_BUILD/CMakeCache.txt" &&
         fail "$COROLOCK_STATIC_BUILD is a shared build"
     # shellcheck disable=SC2046 # an optional target name, or nothing
-    cmake --build "$COROLOCK_STATIC_BUILD" -j"$jobs" --target corolock $(with_postgres "$COROLOCK_STATIC_BUILD")
+    cmake --build "$COROLOCK_STATIC_BUILD" -j"$jobs" --target corolock $(with_postgres "$COROLOCK_STATIC_BUILD") \
+        $(with_zookeeper "$COROLOCK_STATIC_BUILD")
     cmake --install "$COROLOCK_STATIC_BUILD" --prefix "$work/static" >/dev/null
 else
     log "static Debug library -> $work/static"
