@@ -25,6 +25,7 @@ struct pg_config {
     /// First wait before reconnecting; doubles with each failed attempt up to
     /// `reconnect_wait_max`, with full jitter (0: never reconnect; async_run completes).
     std::chrono::steady_clock::duration reconnect_wait = std::chrono::milliseconds(100);
+    /// The longest wait between reconnection attempts.
     std::chrono::steady_clock::duration reconnect_wait_max = std::chrono::seconds(5);
     /// How long a statement not yet sent waits for a (re)connection before it fails with
     /// `error::not_connected` (0: wait until async_run ends).
@@ -47,6 +48,7 @@ struct pg_mutex_options {
     /// from retry_base (at least 1 ms) to retry_max (at least retry_base), full jitter, capped by
     /// the holder's remaining lease and the wait deadline.
     std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(50);
+    /// The longest fallback back-off (see `retry_base`).
     std::chrono::steady_clock::duration retry_max = std::chrono::seconds(2);
 };
 

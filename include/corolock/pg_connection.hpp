@@ -39,6 +39,7 @@ class pg_result {
 public:
     /// Rows and columns of the result (0 for a command without rows).
     std::size_t rows() const noexcept { return rows_; }
+    /// Columns of the result (0 for a statement without rows).
     std::size_t columns() const noexcept { return columns_; }
     /// True for SQL NULL. Requires r < rows(), c < columns().
     bool is_null(std::size_t r, std::size_t c) const noexcept { return nulls_[r * columns_ + c]; }
@@ -59,6 +60,7 @@ public:
     /// For a server-side failure, its five-character SQLSTATE (`23505`) and message; empty
     /// otherwise.
     const std::string& sqlstate() const noexcept { return sqlstate_; }
+    /// The server's error message when the statement failed, else empty.
     const std::string& error_message() const noexcept { return error_message_; }
     /// Empties the result (a query stores into it from scratch anyway).
     void clear() noexcept { *this = pg_result(); }
@@ -77,7 +79,9 @@ private:
 
 /// A `NOTIFY` received on a channel the connection listens to.
 struct pg_notification {
+    /// The channel the notification was sent on.
     std::string channel;
+    /// The notification's payload (may be empty).
     std::string payload;
     int sender_pid = 0; ///< the notifying session's backend process
 };
@@ -90,7 +94,9 @@ struct pg_notification {
 class COROLOCK_DECL pg_listener {
 public:
     pg_listener() = default;
+    /// Moves the subscription; `other` listens to nothing.
     pg_listener(pg_listener&&) noexcept = default;
+    /// Takes `other`'s subscription, ending this one's first.
     pg_listener& operator=(pg_listener&& other) noexcept;
     ~pg_listener();
 
@@ -147,15 +153,19 @@ struct pg_connection_stats {
 /// on it.
 class COROLOCK_DECL pg_connection {
 public:
+    /// The executor type of the connection.
     using executor_type = boost::asio::any_io_executor;
 
+    /// A connection on `ex`, configured by `cfg`, logging to `log`. No I/O until `async_run`.
     explicit pg_connection(executor_type ex, pg_config cfg = {}, logger log = {});
     /// Stops `async_run` and fails outstanding statements with operation_aborted.
     ~pg_connection();
     pg_connection(const pg_connection&) = delete;
     pg_connection& operator=(const pg_connection&) = delete;
 
+    /// The executor given to the constructor.
     executor_type get_executor() const noexcept;
+    /// The configuration given to the constructor.
     const pg_config& config() const noexcept;
 
     /// Connects (libpq's `PQconnectStart`/`PQconnectPoll` on the executor), enters pipeline mode,
@@ -204,6 +214,7 @@ public:
                pg_result* out) { self->query_impl(sql, params, *out, std::move(handler)); },
             token, this, sql, params, &out);
     }
+    /// As above, with no parameters.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_query(std::string_view sql, pg_result& out, CompletionToken&& token = {}) {
         return async_query(sql, std::span<const pg_param>(), out,
@@ -221,6 +232,7 @@ public:
     /// True while a connection is established and in pipeline mode.
     bool is_connected() const noexcept;
 
+    /// Counters of this connection (any thread).
     pg_connection_stats stats() const noexcept;
 
 private:

@@ -42,11 +42,13 @@ class pg_nested_hold;
 /// leases before the io_context they were acquired on.
 class COROLOCK_DECL pg_lease {
 public:
+    /// The clock of `valid_until()`.
     using clock = std::chrono::steady_clock;
 
     /// An empty lease (owns nothing): also what a try-acquire gives when another owner holds the
     /// lock.
     pg_lease() noexcept = default;
+    /// Moves the ownership; `other` is left empty.
     pg_lease(pg_lease&&) noexcept = default;
     /// Releases what this lease owned (without waiting), then takes `other`'s.
     pg_lease& operator=(pg_lease&& other) noexcept;
@@ -54,6 +56,7 @@ public:
 
     /// True if this object owns an acquisition it has not released (it may have been lost).
     bool owns() const noexcept { return state_ != nullptr; }
+    /// `owns()`.
     explicit operator bool() const noexcept { return owns(); }
     /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
     bool valid() const noexcept;
@@ -162,15 +165,19 @@ private:
 class COROLOCK_DECL pg_nested_hold {
 public:
     pg_nested_hold() noexcept = default;
+    /// Moves the hold; `other` is left empty.
     pg_nested_hold(pg_nested_hold&&) noexcept = default;
     /// Ends the hold this object had, then takes `other`'s.
     pg_nested_hold& operator=(pg_nested_hold&& other) noexcept;
     ~pg_nested_hold();
 
+    /// True unless empty (moved from, released).
     bool owns() const noexcept { return state_ != nullptr; }
+    /// `owns()`.
     explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
+    /// The lease's fencing token (0 when empty).
     std::uint64_t token() const noexcept;
     /// Ends this hold now without waiting (the destructor does the same). If it was the last
     /// share of the lease, the release goes out in the background.
@@ -218,7 +225,9 @@ private:
 /// acquires (`operation_aborted`); leases already given out live on.
 class COROLOCK_DECL pg_mutex {
 public:
+    /// The clock of deadlines and leases.
     using clock = std::chrono::steady_clock;
+    /// Durations of waits and leases.
     using duration = clock::duration;
 
     /// No I/O. Invalid arguments are reported by the first acquire.
@@ -227,7 +236,9 @@ public:
     pg_mutex(const pg_mutex&) = delete;
     pg_mutex& operator=(const pg_mutex&) = delete;
 
+    /// The lock's name.
     const std::string& name() const noexcept;
+    /// The options given to the constructor.
     const pg_mutex_options& options() const noexcept;
 
     /// Creates the lock table, its token sequence and the fence function if they are missing

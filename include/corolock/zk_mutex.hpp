@@ -47,6 +47,7 @@ public:
 
     /// An empty lease: also what a try-acquire gives when the lock is held.
     zk_lease() noexcept = default;
+    /// Moves the ownership; `other` is left empty.
     zk_lease(zk_lease&&) noexcept = default;
     /// Releases what this lease owned (without waiting), then takes `other`'s.
     zk_lease& operator=(zk_lease&& other) noexcept;
@@ -158,6 +159,7 @@ class COROLOCK_DECL zk_hold {
 public:
     /// An empty hold.
     zk_hold() noexcept = default;
+    /// Moves the hold; `other` is left empty.
     zk_hold(zk_hold&&) noexcept = default;
     /// Ends this hold, then takes `other`'s.
     zk_hold& operator=(zk_hold&& other) noexcept;
@@ -209,9 +211,11 @@ private:
 /// Lifetime: the connection must outlive the mutex; leases keep the session's state alive.
 class COROLOCK_DECL zk_mutex {
 public:
+    /// The executor of the connection.
     using executor_type = boost::asio::any_io_executor;
     /// The clock of deadlines and of `valid_until()`.
     using clock = std::chrono::steady_clock;
+    /// Durations of waits.
     using duration = clock::duration;
     /// What an acquisition gives.
     using lease_type = zk_lease;

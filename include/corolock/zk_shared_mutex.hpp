@@ -17,9 +17,11 @@ namespace corolock {
 /// Lifetime: the connection must outlive the mutex; leases keep the session's state alive.
 class COROLOCK_DECL zk_shared_mutex {
 public:
+    /// The executor of the connection.
     using executor_type = boost::asio::any_io_executor;
     /// The clock of deadlines and of `valid_until()`.
     using clock = std::chrono::steady_clock;
+    /// Durations of waits.
     using duration = clock::duration;
     /// What an acquisition gives.
     using lease_type = zk_lease;
