@@ -89,7 +89,7 @@ stage_ctest() {
 stage_asan() {
     cmake --preset asan
     cmake --build build-asan -j"$JOBS" --target corolock_unit_tests corolock_integration_tests \
-        corolock_postgres_tests
+        corolock_postgres_tests \
         corolock_zookeeper_tests
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -100,7 +100,7 @@ stage_asan() {
 stage_tsan() {
     cmake --preset tsan
     cmake --build build-tsan -j"$JOBS" --target corolock_unit_tests corolock_integration_tests \
-        corolock_postgres_tests
+        corolock_postgres_tests \
         corolock_zookeeper_tests
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tools/tsan.supp"
     run_ctest tsan --test-dir build-tsan -L 'unit|integration' -LE 'cluster|sentinel' -E header_check
@@ -129,7 +129,7 @@ stage_fuzz() {
 stage_clang() {
     cmake --preset clang
     cmake --build build-clang -j"$JOBS" --target corolock corolock_unit_tests corolock_header_check \
-        corolock_postgres_tests
+        corolock_postgres_tests \
         corolock_zookeeper_tests
     run_ctest clang --test-dir build-clang -L unit
 }
