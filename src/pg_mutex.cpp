@@ -84,8 +84,8 @@ bool pg_nested_hold::valid() const noexcept {
     return still_valid(state_);
 }
 
-std::uint64_t pg_nested_hold::token() const noexcept {
-    return state_ ? state_->token : 0;
+fencing_token pg_nested_hold::token() const noexcept {
+    return fencing_token(lock_backend::postgres, state_ ? state_->token : 0);
 }
 
 bool pg_lease::valid() const noexcept {
@@ -102,8 +102,8 @@ bool pg_lease::lost() const noexcept {
     return state_ && state_->lost.load();
 }
 
-std::uint64_t pg_lease::token() const noexcept {
-    return state_ ? state_->token : 0;
+fencing_token pg_lease::token() const noexcept {
+    return fencing_token(lock_backend::postgres, state_ ? state_->token : 0);
 }
 
 const std::string& pg_lease::name() const noexcept {
@@ -166,6 +166,10 @@ pg_mutex::pg_mutex(pg_connection& conn, std::string name, pg_mutex_options opts)
 
 pg_mutex::~pg_mutex() {
     cancel();
+}
+
+pg_mutex::executor_type pg_mutex::get_executor() const noexcept {
+    return core_->service->conn().get_executor();
 }
 
 const std::string& pg_mutex::name() const noexcept {

@@ -11,6 +11,7 @@
 #include "io/owner_id.hpp"
 #include "io/pg_connection_impl.hpp"
 #include <corolock/pg_mutex.hpp>
+#include <corolock/pg_xact_mutex.hpp>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -26,6 +27,7 @@ namespace corolock::detail {
 
 class pg_lock_service;
 struct pg_acquire_op;
+struct pg_xact_op;
 
 struct pg_lease_state {
     using clock = std::chrono::steady_clock;
@@ -78,6 +80,38 @@ struct pg_acquire_op {
     bool listed = false;
 };
 
+// What pg_xact_mutex shares with its transactions.
+struct pg_xact_core {
+    std::shared_ptr<pg_lock_service> service;
+    std::string name;
+    std::int64_t key = 0;
+    pg_xact_options opts;
+    error_code invalid; // the name's or the options' fault, found at construction
+    std::list<std::weak_ptr<pg_xact_op>> pending; // on the strand
+};
+
+// One locked transaction in progress: its queries, its timer between attempts.
+struct pg_xact_op {
+    using clock = std::chrono::steady_clock;
+    using handler_type = boost::asio::any_completion_handler<void(error_code)>;
+
+    pg_xact_op(std::shared_ptr<pg_xact_core> c, handler_type h,
+               const pg_connection_impl::strand_type& s)
+        : core(std::move(c)), handler(std::move(h)), timer(s) {}
+
+    std::shared_ptr<pg_xact_core> core;
+    std::optional<handler_type> handler;
+    boost::asio::steady_timer timer;
+    clock::time_point deadline = clock::time_point::max();
+    std::vector<pg_query> queries; // the caller's
+    std::vector<pg_result>* results = nullptr;
+    bool in_flight = false;
+    bool cancelled = false; // while in flight: complete with the attempt's outcome, no retry
+    bool woken = false;     // a release notification came while it waited or was in flight
+    std::list<std::weak_ptr<pg_xact_op>>::iterator pending_at; // valid while `listed`
+    bool listed = false;
+};
+
 struct pg_lease_access {
     static pg_lease make(std::shared_ptr<pg_lease_state> s) { return pg_lease(std::move(s)); }
 };
@@ -111,8 +145,17 @@ public:
     // An owner-checked delete of an attempt that may have taken the lock (fire and forget).
     void undo(const std::string& name, const owner_id& owner);
 
+    // Locked transactions (pg_xact_mutex).
+    void start_xact(std::shared_ptr<pg_xact_op> op);
+    void cancel_xact(const std::shared_ptr<pg_xact_op>& op);
+
 private:
     boost::asio::awaitable<void> acquire_loop(std::shared_ptr<pg_acquire_op> op);
+    boost::asio::awaitable<void> xact_loop(std::shared_ptr<pg_xact_op> op);
+    void finish_xact(pg_xact_op& op, error_code ec);
+    void on_xact_notice(const std::string& name);
+    std::shared_ptr<pg_listener_state> listen_to(std::string_view channel,
+                                                 void (pg_lock_service::*on)(const std::string&));
     void release(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
     void abandon(std::shared_ptr<pg_lease_state> s);
     void ensure_listening();
@@ -130,7 +173,9 @@ private:
     boost::asio::steady_timer watchdog_;
     std::unordered_map<lease_watch*, std::shared_ptr<pg_lease_state>> held_;
     std::multimap<std::string, std::weak_ptr<pg_acquire_op>> waiting_;
+    std::multimap<std::string, std::weak_ptr<pg_xact_op>> xact_waiting_;
     std::shared_ptr<pg_listener_state> listener_;
+    std::shared_ptr<pg_listener_state> xact_listener_;
     std::minstd_rand rng_;
 };
 
