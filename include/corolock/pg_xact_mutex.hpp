@@ -4,6 +4,7 @@
 
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
+#include <corolock/pg_config.hpp>
 #include <corolock/pg_connection.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -32,23 +33,6 @@ struct pg_query_view {
     std::string_view sql;
     /// Its parameters, as for `pg_connection::async_query`.
     std::span<const pg_param> params = {};
-};
-
-/// Policy of the transactions run through one `pg_xact_mutex`. Checked before anything is sent
-/// (`invalid_argument`).
-struct pg_xact_options {
-    /// The longest one attempt waits inside the server for the lock (its `lock_timeout`), at
-    /// least 1 ms. The connection is a pipeline: while an attempt waits, every statement queued
-    /// behind it on the same connection waits too (renewals of `pg_mutex` leases included). Keep
-    /// it short on a shared connection; on a connection of its own, set it to the longest wait
-    /// (the server then hands the lock over at once, in arrival order).
-    std::chrono::steady_clock::duration attempt_wait = std::chrono::milliseconds(2);
-    /// Fallback back-off between attempts when no release notification arrives: exponential
-    /// from retry_base (at least 1 ms) to retry_max (at least retry_base), full jitter, capped by
-    /// the wait deadline.
-    std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(5);
-    /// The longest fallback back-off (see `retry_base`).
-    std::chrono::steady_clock::duration retry_max = std::chrono::milliseconds(500);
 };
 
 /// A lock on one name whose every hold is a transaction of the same database: the lock is a

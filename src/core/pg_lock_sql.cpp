@@ -2,7 +2,6 @@
 #include "core/pg_lock_sql.hpp"
 
 #include <corolock/pg_config.hpp>
-#include <corolock/pg_xact_mutex.hpp>
 
 #include <charconv>
 
