@@ -42,21 +42,11 @@ std::int64_t pg_xact_mutex::key() const noexcept {
 }
 
 pg_xact_mutex::clock::time_point pg_xact_mutex::deadline_in(duration wait) noexcept {
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
+    return detail::deadline_after(wait);
 }
 
 void pg_xact_mutex::cancel() {
-    auto core = core_;
-    auto svc = core->service;
-    asio::post(svc->conn().strand(), [svc, core] {
-        std::vector<std::shared_ptr<detail::pg_xact_op>> ops;
-        for (auto& w : core->pending)
-            if (auto op = w.lock())
-                ops.push_back(std::move(op));
-        for (auto& op : ops)
-            svc->cancel_xact(op);
-    });
+    detail::cancel_pending(core_, &pg_lock_service::cancel_xact);
 }
 
 void pg_xact_mutex::transact_impl(clock::time_point deadline,
@@ -83,14 +73,7 @@ void pg_xact_mutex::transact_impl(clock::time_point deadline,
     op->deadline = deadline;
     op->queries = std::move(qs);
     op->results = &results;
-    if (slot.is_connected()) {
-        slot.assign([svc, w = std::weak_ptr<detail::pg_xact_op>(op)](asio::cancellation_type_t) {
-            asio::post(svc->conn().strand(), [svc, w] {
-                if (auto op = w.lock())
-                    svc->cancel_xact(op);
-            });
-        });
-    }
+    detail::cancel_on_signal(slot, svc, op, &pg_lock_service::cancel_xact);
     asio::dispatch(svc->conn().strand(), [svc, op] { svc->start_xact(op); });
 }
 

@@ -60,6 +60,55 @@ void post_to(Handler h, const asio::any_io_executor& fallback, Args... args) {
     deliver(std::move(h), fallback, std::move(args)...);
 }
 
+template <class Op>
+using waiters_of = std::multimap<std::string, std::weak_ptr<Op>>;
+
+// One release, one attempt: the oldest live waiter of `name` on this connection tries again
+// (waking them all would send one statement each for a single grant). It stays first in line if
+// it loses the race to another client's waiter; the others keep their timers.
+template <class Op>
+void wake_oldest(waiters_of<Op>& waiting, const std::string& name) {
+    auto [b, e] = waiting.equal_range(name);
+    for (auto it = b; it != e; ++it) {
+        auto op = it->second.lock();
+        if (!op || !op->handler)
+            continue;
+        op->woken = true;
+        op->timer.cancel();
+        return;
+    }
+}
+
+template <class Op>
+void wake_all(waiters_of<Op>& waiting) {
+    for (auto& [name, w] : waiting)
+        if (auto op = w.lock()) {
+            op->woken = true;
+            op->timer.cancel();
+        }
+}
+
+// Takes `op` off its mutex's pending list and the waiters, and returns its handler (it must
+// have one).
+template <class Op>
+typename Op::handler_type unlist(Op& op, waiters_of<Op>& waiting) {
+    if (op.listed) {
+        op.core->pending.erase(op.pending_at);
+        op.listed = false;
+    }
+    auto [b, e] = waiting.equal_range(op.core->name);
+    for (auto it = b; it != e; ++it) {
+        auto p = it->second.lock();
+        if (!p || p.get() == &op) {
+            waiting.erase(it);
+            break;
+        }
+    }
+    auto h = std::move(*op.handler);
+    op.handler.reset();
+    return h;
+}
+
 } // namespace
 
 std::shared_ptr<pg_lock_service>
@@ -106,34 +155,15 @@ void pg_lock_service::ensure_listening() {
 }
 
 void pg_lock_service::on_release_notice(const std::string& name) {
-    // One release, one attempt: the oldest live waiter of the name on this connection tries
-    // again (waking them all would send one write each for a single grant). It stays first
-    // in line if it loses the race to another client's waiter; the others keep their timers.
-    auto [b, e] = waiting_.equal_range(name);
-    for (auto it = b; it != e; ++it) {
-        auto op = it->second.lock();
-        if (!op || !op->handler)
-            continue;
-        op->woken = true;
-        op->timer.cancel();
-        return;
-    }
+    wake_oldest(waiting_, name);
 }
 
 void pg_lock_service::on_connected() {
     // Releases announced while the connection was down were not heard: every waiter tries
     // again, and every lease is renewed now (a server restarted from an old state would not
     // have it: better to hear that within a round trip).
-    for (auto& [name, w] : waiting_)
-        if (auto op = w.lock()) {
-            op->woken = true;
-            op->timer.cancel();
-        }
-    for (auto& [name, w] : xact_waiting_)
-        if (auto op = w.lock()) {
-            op->woken = true;
-            op->timer.cancel();
-        }
+    wake_all(waiting_);
+    wake_all(xact_waiting_);
     table_.renew_all_now(clock::now());
     reschedule();
 }
@@ -159,23 +189,8 @@ void pg_lock_service::cancel_acquire(const std::shared_ptr<pg_acquire_op>& op) {
 }
 
 void pg_lock_service::finish(pg_acquire_op& op, error_code ec, pg_lease l) {
-    if (!op.handler)
-        return;
-    if (op.listed) {
-        op.core->pending.erase(op.pending_at);
-        op.listed = false;
-    }
-    auto [b, e] = waiting_.equal_range(op.core->name);
-    for (auto it = b; it != e; ++it) {
-        auto p = it->second.lock();
-        if (!p || p.get() == &op) {
-            waiting_.erase(it);
-            break;
-        }
-    }
-    auto h = std::move(*op.handler);
-    op.handler.reset();
-    deliver(std::move(h), conn_->get_executor(), ec, std::move(l));
+    if (op.handler)
+        deliver(unlist(op, waiting_), conn_->get_executor(), ec, std::move(l));
 }
 
 asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_op> op) {
@@ -306,36 +321,12 @@ void pg_lock_service::cancel_xact(const std::shared_ptr<pg_xact_op>& op) {
 }
 
 void pg_lock_service::finish_xact(pg_xact_op& op, error_code ec) {
-    if (!op.handler)
-        return;
-    if (op.listed) {
-        op.core->pending.erase(op.pending_at);
-        op.listed = false;
-    }
-    auto [b, e] = xact_waiting_.equal_range(op.core->name);
-    for (auto it = b; it != e; ++it) {
-        auto p = it->second.lock();
-        if (!p || p.get() == &op) {
-            xact_waiting_.erase(it);
-            break;
-        }
-    }
-    auto h = std::move(*op.handler);
-    op.handler.reset();
-    deliver(std::move(h), conn_->get_executor(), ec);
+    if (op.handler)
+        deliver(unlist(op, xact_waiting_), conn_->get_executor(), ec);
 }
 
 void pg_lock_service::on_xact_notice(const std::string& name) {
-    // As on_release_notice: one release, one attempt.
-    auto [b, e] = xact_waiting_.equal_range(name);
-    for (auto it = b; it != e; ++it) {
-        auto op = it->second.lock();
-        if (!op || !op->handler)
-            continue;
-        op->woken = true;
-        op->timer.cancel();
-        return;
-    }
+    wake_oldest(xact_waiting_, name);
 }
 
 asio::awaitable<void> pg_lock_service::xact_loop(std::shared_ptr<pg_xact_op> op) {
