@@ -643,10 +643,8 @@ BOOST_AUTO_TEST_CASE(a_grant_survives_failover_to_a_synchronous_standby) {
 // The exclusion checker written once against the concept (test/common/exclusion_check.hpp), over
 // two connections, then with_lock and with_lock_for through the concept.
 BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_and_with_lock_over_postgres, fixture) {
-    corolock::pg_connection a(ioc.get_executor(), config(), quiet());
-    corolock::pg_connection b(ioc.get_executor(), config(), quiet());
-    a.async_run(asio::detached);
-    b.async_run(asio::detached);
+    corolock::test::pg_clients c(ioc, {config(), config()});
+    auto &a = c[0], &b = c[1];
     run([&]() -> awaitable<void> {
         mutex ma(a, "concept", lease_of(5s)), mb(b, "concept", lease_of(5s));
         mutex* const handles[] = {&ma, &mb};
@@ -688,8 +686,7 @@ BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_and_with_lock_over_postgres, f
         });
         BOOST_TEST(ran);
         BOOST_TEST(rows_of("concept") == "0");
-        a.cancel();
-        b.cancel();
+        c.stop();
     }());
 }
 

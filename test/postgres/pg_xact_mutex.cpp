@@ -85,24 +85,18 @@ bool increment_all(const corolock::pg_config& cfg, int coroutines, int rounds) {
     return ok == coroutines * rounds;
 }
 
-struct fixture {
-    pg_process srv;
-    asio::io_context ioc;
+struct fixture : corolock::test::pg_fixture {
     fixture() {
         srv.sql("CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL)");
         srv.sql("INSERT INTO counter VALUES (1, 0)");
         srv.sql("CREATE TABLE marks (what text)");
     }
-    corolock::pg_config config() const { return pg_config_for(srv); }
     // For a connection that holds the lock for seconds in one transaction: the health check
     // would take that silence for a dead server (doc/postgres.md, "Deployment").
     corolock::pg_config holder_config() const {
         auto c = config();
         c.health_check_interval = {};
         return c;
-    }
-    void run(awaitable<void> body, std::chrono::seconds limit = 60s) {
-        corolock::test::run_coroutine_test(ioc, std::move(body), limit);
     }
     std::string advisory_locks() const {
         return srv.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted");
@@ -167,10 +161,8 @@ BOOST_AUTO_TEST_CASE(no_lost_update_across_processes) {
 // A failing query rolls back the queries before it and gives the lock back with the rollback:
 // the next transaction gets in on its first attempt (a zero wait allows only one).
 BOOST_FIXTURE_TEST_CASE(a_failing_query_rolls_back_and_releases, fixture) {
-    corolock::pg_connection a(ioc.get_executor(), config(), quiet());
-    corolock::pg_connection b(ioc.get_executor(), config(), quiet());
-    a.async_run(asio::detached);
-    b.async_run(asio::detached);
+    corolock::test::pg_clients c(ioc, {config(), config()});
+    auto &a = c[0], &b = c[1];
     run([&]() -> awaitable<void> {
         pg_xact_mutex ma(a, "rollback"), mb(b, "rollback");
         std::vector<pg_result> r;
@@ -185,8 +177,7 @@ BOOST_FIXTURE_TEST_CASE(a_failing_query_rolls_back_and_releases, fixture) {
         auto [e2] = co_await mb.async_transact_for(0ms, add_one, r, tuple_deferred);
         BOOST_TEST(!e2, e2.message());
         BOOST_TEST(srv.sql("SELECT n FROM counter WHERE id = 1") == "1");
-        a.cancel();
-        b.cancel();
+        c.stop();
     }());
 }
 
@@ -194,10 +185,8 @@ BOOST_FIXTURE_TEST_CASE(a_failing_query_rolls_back_and_releases, fixture) {
 // is done, and nothing of the waiter's queries ran; an unbounded waiter gets in after the
 // holder commits (woken by its NOTIFY).
 BOOST_FIXTURE_TEST_CASE(the_deadline_bounds_the_wait, fixture) {
-    corolock::pg_connection a(ioc.get_executor(), holder_config(), quiet());
-    corolock::pg_connection b(ioc.get_executor(), config(), quiet());
-    a.async_run(asio::detached);
-    b.async_run(asio::detached);
+    corolock::test::pg_clients c(ioc, {holder_config(), config()});
+    auto &a = c[0], &b = c[1];
     run([&]() -> awaitable<void> {
         pg_xact_mutex ma(a, "deadline"), mb(b, "deadline");
         holder h;
@@ -216,8 +205,7 @@ BOOST_FIXTURE_TEST_CASE(the_deadline_bounds_the_wait, fixture) {
         BOOST_TEST(!h.ec, h.ec.message());
         BOOST_TEST(srv.sql("SELECT string_agg(what, ',' ORDER BY ctid) FROM marks") ==
                    "holder,waiter");
-        a.cancel();
-        b.cancel();
+        c.stop();
     }());
 }
 
@@ -226,10 +214,8 @@ BOOST_FIXTURE_TEST_CASE(the_deadline_bounds_the_wait, fixture) {
 // SELECT 1 sent 50 ms after the attempt cannot be answered before the server gave up the lock
 // wait (a lower bound, set by lock_timeout); with the default (2 ms) the figure is printed.
 BOOST_FIXTURE_TEST_CASE(a_waiting_attempt_stalls_its_connection_for_attempt_wait, fixture) {
-    corolock::pg_connection a(ioc.get_executor(), holder_config(), quiet());
-    corolock::pg_connection b(ioc.get_executor(), config(), quiet());
-    a.async_run(asio::detached);
-    b.async_run(asio::detached);
+    corolock::test::pg_clients c(ioc, {holder_config(), config()});
+    auto &a = c[0], &b = c[1];
     run([&]() -> awaitable<void> {
         pg_xact_mutex ma(a, "stall");
         holder h;
@@ -270,16 +256,15 @@ BOOST_FIXTURE_TEST_CASE(a_waiting_attempt_stalls_its_connection_for_attempt_wait
         }
         BOOST_TEST(co_await eventually([&] { return h.done; }, 10s));
         BOOST_TEST(!h.ec, h.ec.message());
-        a.cancel();
-        b.cancel();
+        c.stop();
     }());
 }
 
 // Bad names, options, waits and queries fail before anything is sent; cancelling a waiter
 // between attempts completes it at once and runs nothing.
 BOOST_FIXTURE_TEST_CASE(invalid_arguments_send_nothing_and_cancellation, fixture) {
-    corolock::pg_connection conn(ioc.get_executor(), config(), quiet());
-    conn.async_run(asio::detached);
+    corolock::test::pg_clients c(ioc, {config(), holder_config()});
+    auto &conn = c[0], &other = c[1];
     run([&]() -> awaitable<void> {
         pg_result pr;
         co_await conn.async_query("SELECT 1", pr);
@@ -307,8 +292,6 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_send_nothing_and_cancellation, fixture
         BOOST_TEST(conn.stats().statements == sent);
 
         // Cancellation while it waits behind a holder (of another connection).
-        corolock::pg_connection other(ioc.get_executor(), holder_config(), quiet());
-        other.async_run(asio::detached);
         pg_xact_mutex held_elsewhere(other, "x");
         holder h;
         h.start(ioc, held_elsewhere, "1");
@@ -321,8 +304,7 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_send_nothing_and_cancellation, fixture
         BOOST_TEST(co_await eventually([&] { return h.done; }, 5s));
         BOOST_TEST(!h.ec, h.ec.message());
         BOOST_TEST(srv.sql("SELECT count(*) FROM marks WHERE what = 'cancelled'") == "0");
-        conn.cancel();
-        other.cancel();
+        c.stop();
     }());
 }
 
