@@ -17,6 +17,7 @@
 #include <corolock/pg_mutex.hpp>
 #include <corolock/pg_xact_mutex.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -26,6 +27,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,13 +43,19 @@ struct figure {
     double rate() const { return seconds > 0 ? static_cast<double>(cycles) / seconds : 0; }
 };
 
-// `coroutines` loops of `body` for `length` on one connection (a pg_connection or a Redis
-// connection, made from `cfg`); counts completed cycles.
+// `coroutines` loops of `body` for `length` on `connections` connections (pg_connection or Redis
+// connection, made from `cfg`; coroutine c uses connection c % connections); counts completed
+// cycles.
 template <class Connection, class Config, class Body>
-figure run_loops(const Config& cfg, int coroutines, clock_type::duration length, Body body) {
+figure run_loops(const Config& cfg, int coroutines, clock_type::duration length, Body body,
+                 int connections = 1) {
     asio::io_context ioc;
-    Connection conn(ioc.get_executor(), cfg, corolock::logger{corolock::logger::level::error, {}});
-    conn.async_run(asio::detached);
+    std::deque<Connection> conns;
+    for (int i = 0; i < connections; ++i) {
+        conns.emplace_back(ioc.get_executor(), cfg,
+                           corolock::logger{corolock::logger::level::error, {}});
+        conns.back().async_run(asio::detached);
+    }
     figure f;
     int running = coroutines;
     const auto start = clock_type::now();
@@ -56,6 +64,7 @@ figure run_loops(const Config& cfg, int coroutines, clock_type::duration length,
         asio::co_spawn(
             ioc,
             [&, c]() -> asio::awaitable<void> {
+                auto& conn = conns[static_cast<std::size_t>(c % connections)];
                 while (clock_type::now() < stop) {
                     if (!co_await body(conn, c))
                         break;
@@ -63,7 +72,8 @@ figure run_loops(const Config& cfg, int coroutines, clock_type::duration length,
                 }
                 if (--running == 0) {
                     f.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-                    conn.cancel();
+                    for (auto& each : conns)
+                        each.cancel();
                 }
             },
             asio::detached);
@@ -98,6 +108,19 @@ asio::awaitable<bool> locked_transaction(corolock::pg_connection& conn, int) {
     co_return true;
 }
 
+// The same around a read-modify-write of one counter row (a write: a commit with a WAL flush when
+// fsync is on), from two connections, so that transactions of different sessions contend.
+const std::array<corolock::pg_query_view, 2> increment{{
+    {"SELECT set_config('bench.n', (SELECT n::text FROM bench_counter WHERE id = 1), true)"},
+    {"UPDATE bench_counter SET n = current_setting('bench.n')::bigint + 1 WHERE id = 1"},
+}};
+asio::awaitable<bool> locked_increment(corolock::pg_connection& conn, int) {
+    corolock::pg_xact_mutex m(conn, "bench:counter");
+    std::vector<corolock::pg_result> r;
+    co_await m.async_transact(increment, r, asio::use_awaitable);
+    co_return true;
+}
+
 // The Redis mutex in the same shapes as pg_mutex.
 void measure_redis(const corolock::connection_config& cfg, clock_type::duration length) {
     using redis = corolock::connection;
@@ -119,12 +142,27 @@ void measure(bool fsync, clock_type::duration length) {
         asio::io_context ioc;
         corolock::pg_connection conn(ioc.get_executor(), cfg);
         conn.async_run(asio::detached);
-        corolock::pg_mutex m(conn, "install");
-        m.async_install([&](corolock::error_code ec) {
-            if (ec)
-                std::fprintf(stderr, "install failed: %s\n", ec.message().c_str());
-            conn.cancel();
-        });
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                corolock::pg_mutex m(conn, "install");
+                corolock::pg_result r;
+                auto [e1] = co_await m.async_install(asio::as_tuple(asio::use_awaitable));
+                auto [e2] = co_await conn.async_query(
+                    "CREATE TABLE bench_counter (id int PRIMARY KEY, n bigint NOT NULL)", r,
+                    asio::as_tuple(asio::use_awaitable));
+                auto [e3] = co_await conn.async_query("INSERT INTO bench_counter VALUES (1, 0)", r,
+                                                      asio::as_tuple(asio::use_awaitable));
+                if (e1 || e2 || e3)
+                    std::fprintf(stderr, "install failed: %s\n",
+                                 (e1   ? e1
+                                  : e2 ? e2
+                                       : e3)
+                                     .message()
+                                     .c_str());
+                conn.cancel();
+            },
+            asio::detached);
         ioc.run();
     }
     std::printf("fsync %s (PostgreSQL 15 on 127.0.0.1, one connection, one io_context thread)\n",
@@ -149,6 +187,8 @@ void measure(bool fsync, clock_type::duration length) {
     for (int n : {1, 50})
         print("pg_xact_mutex transaction (one name)", n,
               run_loops<pg>(cfg, n, length, locked_transaction));
+    print("pg_xact_mutex increment, 2 connections", 50,
+          run_loops<pg>(cfg, 50, length, locked_increment, 2));
 }
 
 } // namespace
