@@ -8,6 +8,8 @@
 #include "pg_test.hpp"
 #include <corolock/pg_xact_mutex.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -56,6 +58,10 @@ const std::array<pg_query_view, 1> add_one{{{"UPDATE counter SET n = n + 1 WHERE
 const std::array<pg_query_view, 1> select_one{{{"SELECT 1"}}};
 const std::array<pg_query_view, 1> mark_waiter{{{"INSERT INTO marks VALUES ('waiter')"}}};
 const std::array<pg_query_view, 1> mark_cancelled{{{"INSERT INTO marks VALUES ('cancelled')"}}};
+const std::array<pg_query_view, 2> slow_then_mark{{
+    {"SELECT pg_sleep(0.5)"},
+    {"INSERT INTO marks VALUES ('committed')"},
+}};
 const std::string with_nul("SELECT 1\0", 9);
 const std::array<pg_query_view, 1> nul_query{{{with_nul}}};
 
@@ -304,6 +310,27 @@ BOOST_FIXTURE_TEST_CASE(invalid_arguments_send_nothing_and_cancellation, fixture
         BOOST_TEST(co_await eventually([&] { return h.done; }, 5s));
         BOOST_TEST(!h.ec, h.ec.message());
         BOOST_TEST(srv.sql("SELECT count(*) FROM marks WHERE what = 'cancelled'") == "0");
+        c.stop();
+    }());
+}
+
+// A cancellation that comes while the attempt is in flight waits for its answer: this one took
+// the lock and committed, and it is reported as committed, not as aborted.
+BOOST_FIXTURE_TEST_CASE(a_cancelled_attempt_in_flight_reports_its_commit, fixture) {
+    corolock::test::pg_clients c(ioc, {holder_config()});
+    run([&]() -> awaitable<void> {
+        pg_xact_mutex m(c[0], "in-flight");
+        asio::cancellation_signal sig;
+        asio::steady_timer t(ioc, 100ms);
+        t.async_wait([&](error_code) { sig.emit(asio::cancellation_type::terminal); });
+        std::vector<pg_result> r;
+        auto [ec] = co_await m.async_transact(
+            slow_then_mark, r,
+            asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(asio::use_awaitable)));
+        BOOST_TEST(!ec, ec.message());
+        BOOST_TEST(r.size() == 2u);
+        BOOST_TEST(srv.sql("SELECT count(*) FROM marks WHERE what = 'committed'") == "1");
+        BOOST_TEST(advisory_locks() == "0");
         c.stop();
     }());
 }
