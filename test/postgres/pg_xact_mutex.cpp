@@ -49,7 +49,7 @@ const std::array<pg_query_view, 3> increment{{
     {"UPDATE counter SET n = current_setting('test.n')::int + 1 WHERE id = 1"},
 }};
 
-// The other transactions' queries (g++ 12 rejects braced arrays inside coroutines).
+// The other transactions' queries.
 const std::array<pg_query_view, 2> update_then_fail{{
     {"UPDATE counter SET n = 100 WHERE id = 1"},
     {"INSERT INTO nowhere VALUES (1)"},
