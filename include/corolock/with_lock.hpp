@@ -88,10 +88,10 @@ boost::asio::awaitable<R> run_locked(Lease l, Body& body) {
 /// runs, the body is cancelled through its cancellation slot and this throws
 /// `system_error(error::lease_lost)` (or `max_hold_reached`). Exceptions of the body are
 /// rethrown after the release; so is a failed acquire (`system_error`, as `use_awaitable`
-/// throws it). Works with every `unfenced_lock_handle`: `mutex`, `redlock`, `local_mutex`
-/// (lock_concepts.hpp). Coroutine-only (hence no `async_` prefix and no token): for other
-/// completion styles, use the handle's `async_acquire` and the lease's `async_release`. `T` is
-/// returned by value (no references).
+/// throws it). Works with every `unfenced_lock_handle`: `mutex`, `redlock`, `local_mutex`,
+/// `zk_mutex`, `pg_mutex` (lock_concepts.hpp). Coroutine-only (hence no `async_` prefix and no
+/// token): for other completion styles, use the handle's `async_acquire` and the lease's
+/// `async_release`. `T` is returned by value (no references).
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body body) {
     typename Lock::lease_type l = co_await m.async_acquire(boost::asio::use_awaitable);
