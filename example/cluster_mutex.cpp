@@ -66,8 +66,9 @@ asio::awaitable<void> two_instances(corolock::cluster& first, corolock::cluster&
         co_await la.async_release();
 
         corolock::lease lb = co_await b.async_acquire_for(5s);
-        std::cout << item << ": first instance token " << first_token << (busy ? " (NOT" : " (")
-                  << " exclusive), second instance token " << lb.token().value() << "\n";
+        std::cout << item << ": first instance held it (token " << first_token
+                  << "), the second's try found it " << (busy ? "FREE" : "busy")
+                  << ", then the second got it (token " << lb.token().value() << ")\n";
         if (busy)
             problems.push_back(item + ": both instances held the lock");
         if (lb.token().value() <= first_token)
