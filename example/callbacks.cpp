@@ -92,8 +92,5 @@ int main(int argc, char** argv) {
 
     if (!finished)
         problems.push_back("timed out");
-    for (const auto& p : problems)
-        std::cout << "problem: " << p << "\n";
-    std::cout << (problems.empty() ? "OK" : "FAILED") << "\n";
-    return problems.empty() ? 0 : 1;
+    return ex::report(problems);
 }

@@ -90,8 +90,5 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         problems.push_back(e.what());
     }
-    for (const auto& p : problems)
-        std::cout << "problem: " << p << "\n";
-    std::cout << (problems.empty() ? "OK" : "FAILED") << "\n";
-    return problems.empty() ? 0 : 1;
+    return ex::report(problems);
 }

@@ -382,10 +382,7 @@ int main(int argc, char** argv) {
         if (!stale.b_stored || stale.a_stored || !stale.a_inventory_refused ||
             stale.b_token <= stale.a_token)
             problems.push_back("the stale holder was not refused");
-        for (const auto& p : problems)
-            std::cout << "problem: " << p << "\n";
-        std::cout << (problems.empty() ? "OK" : "FAILED") << "\n";
-        return problems.empty() ? 0 : 1;
+        return ex::report(problems);
     } catch (const std::exception& e) {
         std::cerr << "checkout: " << e.what() << "\n";
         return 1;

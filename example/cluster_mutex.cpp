@@ -122,8 +122,5 @@ int main() {
                    });
     ioc.run();
 
-    for (const auto& p : problems)
-        std::cout << "problem: " << p << "\n";
-    std::cout << (problems.empty() ? "OK" : "FAILED") << "\n";
-    return problems.empty() ? 0 : 1;
+    return ex::report(problems);
 }

@@ -92,8 +92,5 @@ int main(int argc, char** argv) {
     work.reset();
     io_thread.join();
 
-    for (const auto& p : problems)
-        std::cout << "problem: " << p << "\n";
-    std::cout << (problems.empty() ? "OK" : "FAILED") << "\n";
-    return problems.empty() ? 0 : 1;
+    return ex::report(problems);
 }

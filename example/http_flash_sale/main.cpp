@@ -158,9 +158,10 @@ response order_answer(const flash_sale::order& o, const flash_sale::order_result
         return answer(http::status::gone, body);
     case outcome::lock_timeout:
     case outcome::not_sold:
-        body["message"] = r.what == outcome::lock_timeout
-                              ? "the item is busy; nothing was sold, retry later"
-                              : r.ec.message() + "; nothing was sold, retry later";
+        body["message"] =
+            r.what == outcome::lock_timeout
+                ? "the item was busy until the request's deadline; nothing was sold, retry later"
+                : r.ec.message() + "; nothing was sold, retry later";
         break;
     case outcome::unknown:
         body["message"] = r.ec.message() +
