@@ -85,7 +85,11 @@ public:
     // Requests, on the strand. Each waits until the session is connected (failing with
     // ZSESSIONEXPIRED if the session it was asked in expires first, ZCLOSING once stopped); the
     // callback is posted to the strand. `ephemeral_sequential` creates a lock node.
-    void create(std::string path, bool ephemeral_sequential, callback cb);
+    // `create` gives an id for `withdraw` (0 when it went out at once).
+    std::uint64_t create(std::string path, bool ephemeral_sequential, callback cb);
+    // A request still queued (never sent: its outcome is known, nothing done) is dropped, its
+    // callback never called; true if it was. A request already sent gets its reply.
+    bool withdraw(std::uint64_t request);
     void remove(std::string path, callback cb);
     void get_children(std::string path, callback cb);
     void get(std::string path, callback cb);
@@ -125,6 +129,7 @@ public:
 
 private:
     struct pending {
+        std::uint64_t id;
         unsigned session;
         std::function<void()> issue; // sends the request (on the strand, connected)
         callback cb;
@@ -135,7 +140,7 @@ private:
     void close_handle();
     void apply(zk_session_action a);
     void flush_queue();
-    void submit(callback cb, std::function<int(zhandle_t*, void*)> send);
+    std::uint64_t submit(callback cb, std::function<int(zhandle_t*, void*)> send);
     void kick();
     void publish();
     void finish_run(error_code ec);
@@ -157,6 +162,7 @@ private:
     error_code run_result_;
     std::list<boost::asio::any_completion_handler<void(error_code)>> run_handler_;
     std::list<pending> queue_;
+    std::uint64_t next_request_ = 0;
     std::list<std::function<void(bool)>> connect_waiters_;
     std::map<std::uint64_t, std::function<void(bool)>> watches_;
     std::uint64_t next_watch_ = 0;
