@@ -5,6 +5,7 @@
 // a zero wait (one attempt) and what an invalid path's error says.
 #include "common/redis_process.hpp"
 #include "zk_test.hpp"
+#include <corolock/with_lock.hpp>
 #include <corolock/zk_mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -213,6 +214,31 @@ BOOST_AUTO_TEST_CASE(paused_server_release_ends_with_the_validity) {
             l2.async_release(r2);
             BOOST_TEST(co_await eventually([&] { return r2.o->done; }, 1s, 5ms));
             BOOST_TEST(r2.o->ec == corolock::error::lease_lost, r2.o->ec.message());
+            zk.resume(0);
+            BOOST_TEST(co_await corolock::test::wait_ephemerals(zk, 0) == 0);
+        });
+}
+
+// with_lock whose body ends while the server is SIGSTOPped: its release ends when the lease is
+// lost (with_lock throws lease_lost), not when the server is back.
+BOOST_AUTO_TEST_CASE(paused_server_with_lock_returns_with_the_validity) {
+    with_own_server(
+        2s, [](corolock::test::zk_ensemble& zk, corolock::zk_connection& conn) -> awaitable<void> {
+            zk_mutex m(conn, "/corolock/unreachable/with-lock");
+            corolock::error_code ec;
+            const auto t0 = steady::now();
+            try {
+                co_await corolock::with_lock(m, [&](zk_lease&) -> awaitable<void> {
+                    zk.pause(0);
+                    co_await corolock::test::sleep_for(100ms);
+                });
+            } catch (const boost::system::system_error& e) {
+                ec = e.code();
+            }
+            const auto took = steady::now() - t0;
+            BOOST_TEST_MESSAGE("zookeeper: with_lock ended after " << seconds(took) << " s");
+            BOOST_TEST(ec == corolock::error::lease_lost, ec.message());
+            BOOST_TEST((took < 6s)); // the validity (under 2 s) with room; the server still paused
             zk.resume(0);
             BOOST_TEST(co_await corolock::test::wait_ephemerals(zk, 0) == 0);
         });
