@@ -202,15 +202,17 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
         }
     }
 
-    // Sends one request (`start` gets the callback) and waits for its reply, a cancel or the
-    // deadline; nothing when it stopped waiting (`stop_reason()` says why). Then the reply, if
-    // it ever comes, goes to `orphan`.
+    // Sends one request (`start` gets the callback and gives the request's queue id, 0 when it
+    // went out at once) and waits for its reply, a cancel or the deadline; nothing when it
+    // stopped waiting (`stop_reason()` says why). Then a request still queued for a connection
+    // is withdrawn (never sent: nothing to undo), and the reply of one already sent, if it ever
+    // comes, goes to `orphan`.
     template <class Start>
     asio::awaitable<std::optional<zk_reply>> ask(Start start,
                                                  std::function<void(zk_reply)> orphan = {}) {
         auto p = std::make_shared<zk_pending_reply>();
         p->orphan = std::move(orphan);
-        start([p, w = weak_from_this()](zk_reply r) {
+        const std::uint64_t queued = start([p, w = weak_from_this()](zk_reply r) {
             if (p->abandoned) {
                 if (p->orphan)
                     p->orphan(std::move(r));
@@ -221,8 +223,10 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 op->wake.cancel();
         });
         co_await wait_until([&] { return p->reply.has_value(); });
-        if (!p->reply)
+        if (!p->reply) {
             p->abandoned = true;
+            session->withdraw(queued);
+        }
         co_return std::move(p->reply);
     }
 
@@ -270,7 +274,8 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
         const auto& p = request.path;
         for (std::size_t at = p.find('/', 1);; at = p.find('/', at + 1)) {
             const auto part = at == std::string::npos ? p : p.substr(0, at);
-            auto r = co_await ask([&](auto cb) { session->create(part, false, std::move(cb)); });
+            auto r =
+                co_await ask([&](auto cb) { return session->create(part, false, std::move(cb)); });
             if (!r)
                 co_return std::nullopt;
             if (r->rc != ZOK && r->rc != ZNODEEXISTS)
@@ -351,7 +356,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 if (auto ec = co_await reconnected())
                     co_return abandon(ec);
                 auto r = co_await ask(
-                    [&](auto cb) { session->get_children(request.path, std::move(cb)); });
+                    [&](auto cb) { return session->get_children(request.path, std::move(cb)); });
                 if (!r)
                     co_return abandon(stop_reason());
                 if (zk_outcome_unknown(r->rc))
@@ -366,6 +371,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                         auto e = co_await ask([&](auto cb) {
                             session->watch(
                                 full(node), [](bool) {}, std::move(cb));
+                            return session->last_queued();
                         });
                         if (!e)
                             co_return abandon(stop_reason());
@@ -377,15 +383,11 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 continue;
             }
             if (node.empty()) {
-                std::uint64_t queued = 0;
                 auto r = co_await ask(
-                    [&](auto cb) { queued = session->create(prefix, true, std::move(cb)); },
+                    [&](auto cb) { return session->create(prefix, true, std::move(cb)); },
                     create_orphan());
-                if (!r) {
-                    // Never sent: nothing to clean up. Sent: its reply cleans up (create_orphan).
-                    session->withdraw(queued);
+                if (!r) // sent: its reply deletes what it made (create_orphan)
                     co_return abandon(stop_reason());
-                }
                 if (r->rc == ZNONODE) {
                     const auto prc = co_await make_parents();
                     if (!prc)
@@ -413,8 +415,8 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 session_no = r->session;
                 continue;
             }
-            auto r =
-                co_await ask([&](auto cb) { session->get_children(request.path, std::move(cb)); });
+            auto r = co_await ask(
+                [&](auto cb) { return session->get_children(request.path, std::move(cb)); });
             if (!r)
                 co_return abandon(stop_reason());
             if (zk_outcome_unknown(r->rc)) {
@@ -469,6 +471,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                         }
                     },
                     std::move(cb));
+                return session->last_queued();
             });
             if (e && e->rc == ZOK)
                 co_await wait_until([&] { return fired; });

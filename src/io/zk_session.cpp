@@ -430,6 +430,7 @@ void zk_session::when_connected(std::function<void(bool)> cb) {
 }
 
 std::uint64_t zk_session::submit(callback cb, std::function<int(zhandle_t*, void*)> send) {
+    last_queued_ = 0;
     auto issue = [this, cb, send]() mutable {
         auto* c = new zk_call{weak_from_this(), std::move(cb), fsm_.sessions(), {}, {}, {}, {}};
         const int rc = send(zh_, c);
@@ -451,6 +452,7 @@ std::uint64_t zk_session::submit(callback cb, std::function<int(zhandle_t*, void
         return 0;
     }
     const auto id = ++next_request_;
+    last_queued_ = id;
     queue_.push_back(pending{id, fsm_.sessions(), std::move(issue), cb});
     return id;
 }
@@ -477,8 +479,8 @@ void zk_session::remove(std::string path, callback cb) {
     });
 }
 
-void zk_session::get_children(std::string path, callback cb) {
-    submit(std::move(cb), [path = std::move(path)](zhandle_t* zh, void* c) {
+std::uint64_t zk_session::get_children(std::string path, callback cb) {
+    return submit(std::move(cb), [path = std::move(path)](zhandle_t* zh, void* c) {
         return zoo_aget_children(zh, path.c_str(), 0, on_strings, c);
     });
 }
