@@ -63,19 +63,27 @@ double seconds(steady::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// A lock taken and released once the session is up: its node exists.
+const std::string up_path = "/corolock/unreachable/up";
+
 // Runs `body(server, connection)` against a server of its own (the test pauses it), through a
-// connection with the session timeout `timeout` whose session is up; 60 s at most.
+// connection with the session timeout `timeout` whose session is up (logging into `log`, if
+// given); 60 s at most.
 void with_own_server(
     std::chrono::milliseconds timeout,
-    std::function<awaitable<void>(corolock::test::zk_ensemble&, corolock::zk_connection&)> body) {
+    std::function<awaitable<void>(corolock::test::zk_ensemble&, corolock::zk_connection&)> body,
+    corolock::test::log_capture* log = nullptr) {
     corolock::test::zk_ensemble zk(1);
     asio::io_context ioc;
     corolock::test::run_coroutine_test(
         ioc,
         [&]() -> awaitable<void> {
             auto ex = co_await asio::this_coro::executor;
-            running_zk conn(ex, zk_test_config(zk.connect_string(), timeout));
-            zk_mutex m(*conn, "/corolock/unreachable/up");
+            auto cfg = zk_test_config(zk.connect_string(), timeout);
+            if (log != nullptr)
+                cfg.log = log->make(corolock::logger::level::info);
+            running_zk conn(ex, cfg);
+            zk_mutex m(*conn, up_path);
             auto l = co_await m.async_acquire(asio::use_awaitable);
             co_await l.async_release(asio::use_awaitable);
             co_await body(zk, *conn);
@@ -92,11 +100,13 @@ BOOST_AUTO_TEST_SUITE(zk_unreachable)
 // acquisitions long before that; the nodes their creates made once the server resumes are
 // deleted, and the lock is free again.
 BOOST_AUTO_TEST_CASE(paused_server_cancel_and_deadline_end_the_acquire) {
+    corolock::test::log_capture log;
     with_own_server(
-        10s, [](corolock::test::zk_ensemble& zk, corolock::zk_connection& conn) -> awaitable<void> {
-            const std::string path = "/corolock/unreachable/paused";
-            zk_mutex m(conn, path);
-            zk_mutex m2(conn, path);
+        10s,
+        [](corolock::test::zk_ensemble& zk, corolock::zk_connection& conn) -> awaitable<void> {
+            // A lock node that exists: the creates make nodes once the server reads them.
+            zk_mutex m(conn, up_path);
+            zk_mutex m2(conn, up_path);
             zk.pause(0);
             asio::cancellation_signal sig;
             recorder a, b, c;
@@ -125,7 +135,10 @@ BOOST_AUTO_TEST_CASE(paused_server_cancel_and_deadline_end_the_acquire) {
             BOOST_TEST(!ec, ec.message());
             BOOST_TEST(l.valid());
             co_await l.async_release(tuple);
-        });
+        },
+        &log);
+    // The nodes the abandoned creates made were deleted as their replies came.
+    BOOST_TEST(log.contains("created for an acquisition that ended"));
 }
 
 // A try while the server is SIGSTOPped ends with connection_lost within its bound (the session
@@ -133,7 +146,7 @@ BOOST_AUTO_TEST_CASE(paused_server_cancel_and_deadline_end_the_acquire) {
 BOOST_AUTO_TEST_CASE(paused_server_try_reports_connection_lost) {
     with_own_server(
         3s, [](corolock::test::zk_ensemble& zk, corolock::zk_connection& conn) -> awaitable<void> {
-            zk_mutex m(conn, "/corolock/unreachable/try");
+            zk_mutex m(conn, up_path); // its node exists: the create can make one
             zk.pause(0);
             recorder t;
             m.async_try_acquire(t);
