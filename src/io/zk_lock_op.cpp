@@ -130,31 +130,26 @@ struct zk_pending_reply {
 };
 
 // The node an ended acquisition may have made (its create's reply was lost): looked for by its
-// owner id once the same session is connected again, and deleted; gone with the session if
-// that expires first.
+// owner id in the same session, and deleted; gone with the session if that expires first. The
+// listing is queued now, so that it goes out at the reconnect before whatever is asked later:
+// a later acquisition of the lock then finds the node gone.
 void remove_own_later(std::shared_ptr<zk_session> s, std::string lock_path, std::string owner,
                       unsigned session_no) {
     auto& session = *s;
-    session.when_connected([s = std::move(s), lock_path = std::move(lock_path),
-                            owner = std::move(owner), session_no](bool up) mutable {
-        if (!up || s->current_session() != session_no)
-            return;
-        auto& session = *s;
-        session.get_children(
-            lock_path, [s = std::move(s), lock_path, owner, session_no](zk_reply r) mutable {
-                if (zk_outcome_unknown(r.rc))
-                    return remove_own_later(std::move(s), std::move(lock_path), std::move(owner),
-                                            session_no);
-                if (r.rc != ZOK || r.session != session_no)
-                    return;
-                if (auto own = find_own(r.children, owner)) {
-                    const auto path = lock_path + "/" + *own;
-                    s->log(logger::level::info,
-                           "zookeeper: deleting " + path + ", left by an acquisition that ended");
-                    s->remove_eventually(path, session_no, [](bool) {});
-                }
-            });
-    });
+    session.get_children(
+        lock_path, [s = std::move(s), lock_path, owner, session_no](zk_reply r) mutable {
+            if (zk_outcome_unknown(r.rc))
+                return remove_own_later(std::move(s), std::move(lock_path), std::move(owner),
+                                        session_no);
+            if (r.rc != ZOK || r.session != session_no)
+                return; // the session is gone (its nodes with it), or the listing was refused
+            if (auto own = find_own(r.children, owner)) {
+                const auto path = lock_path + "/" + *own;
+                s->log(logger::level::info,
+                       "zookeeper: deleting " + path + ", left by an acquisition that ended");
+                s->remove_eventually(path, session_no, [](bool) {});
+            }
+        });
 }
 
 } // namespace
