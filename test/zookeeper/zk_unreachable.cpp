@@ -91,6 +91,17 @@ void with_own_server(
         60s);
 }
 
+// Resumes the server; then `m` is granted (nodes left by abandoned acquisitions would be ahead
+// of ours) and nothing is left after its release.
+awaitable<void> resume_and_find_the_lock_free(corolock::test::zk_ensemble& zk, zk_mutex& m) {
+    zk.resume(0);
+    auto [ec, l] = co_await m.async_acquire_for(5s, tuple);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(l.valid());
+    co_await l.async_release(tuple);
+    BOOST_TEST(co_await corolock::test::wait_ephemerals(zk, 0) == 0);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(zk_unreachable)
@@ -128,14 +139,8 @@ BOOST_AUTO_TEST_CASE(paused_server_cancel_and_deadline_end_the_acquire) {
             BOOST_TEST(!a.o->owns);
             BOOST_TEST(!c.o->owns);
             BOOST_TEST((c.o->took >= 500ms));
-            zk.resume(0);
-            // Whatever the creates made once the server read them is deleted: the lock is
-            // granted (those nodes would be ahead of ours), and nothing is left after it.
-            auto [ec, l] = co_await m.async_acquire_for(5s, tuple);
-            BOOST_TEST(!ec, ec.message());
-            BOOST_TEST(l.valid());
-            co_await l.async_release(tuple);
-            BOOST_TEST(co_await corolock::test::wait_ephemerals(zk, 0) == 0);
+            // Whatever the creates made once the server read them is deleted.
+            co_await resume_and_find_the_lock_free(zk, m);
         },
         &log);
     // The nodes the abandoned creates made were deleted as their replies came.
@@ -156,14 +161,8 @@ BOOST_AUTO_TEST_CASE(paused_server_try_reports_connection_lost) {
             BOOST_TEST_MESSAGE("zookeeper: try ended after " << seconds(t.o->took) << " s");
             BOOST_TEST(t.o->ec == corolock::error::connection_lost, t.o->ec.message());
             BOOST_TEST(!t.o->owns);
-            zk.resume(0);
-            // The node the try's create may have made (found by owner id after the reconnect)
-            // is deleted: the lock is granted, and nothing is left after it.
-            auto [ec, l] = co_await m.async_acquire_for(5s, tuple);
-            BOOST_TEST(!ec, ec.message());
-            BOOST_TEST(l.valid());
-            co_await l.async_release(tuple);
-            BOOST_TEST(co_await corolock::test::wait_ephemerals(zk, 0) == 0);
+            // The node the try's create may have made (found by owner id) is deleted.
+            co_await resume_and_find_the_lock_free(zk, m);
         });
 }
 
