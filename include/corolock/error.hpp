@@ -53,7 +53,7 @@ enum class error {
     pong_timeout,    ///< the health check got no answer within its interval
 
     // Arguments (condition::invalid_argument)
-    invalid_name,     ///< empty name, `}` without a hash tag, or a reserved suffix (doc/keys.md)
+    invalid_name,     ///< bad lock name (doc/keys.md) or ZooKeeper path (doc/zookeeper.md)
     invalid_lease,    ///< lease below 10 ms or above 365 days
     invalid_wait,     ///< negative wait time
     invalid_argument, ///< any other argument out of range

@@ -99,8 +99,11 @@ public:
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: none (the lease is consumed when this is called).
     /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none (it waits until the node is gone or known gone).
-    /// Errors: `lease_lost` (lost before the release: the section may have overlapped another
+    /// Cancellation: none (it waits until the node is gone or known gone, or, with no server
+    /// answering, at most until the lease's validity ends; the delete then goes out after a
+    /// reconnect, or the node goes with the session).
+    /// Errors: `lease_lost` (lost before the release, or while its delete was unanswered: the
+    /// section may have overlapped another
     /// owner); `not_owner` for an empty lease.
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
@@ -247,8 +250,9 @@ public:
     /// Completion signature: `void(error_code, zk_lease)`.
     /// Object lifetimes: the mutex and its connection must outlive the operation.
     /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`; the
-    /// waiter's node is deleted first (when the session cannot be reached, it goes with it).
+    /// Cancellation: terminal, partial, total: completes with `operation_aborted` at once, even
+    /// with no server answering; the waiter's node is deleted (when the server cannot be
+    /// reached, after the reconnect, or it goes with the session).
     /// Errors: `invalid_name` (before anything is sent); `auth_failed`, `server_error`
     /// (refused, e.g. by an ACL); `connection_lost` (the connection was stopped).
     /// Thread safety: as the class.
@@ -263,6 +267,8 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
+    /// A zero wait is one attempt (as a try: a free lock is granted). The deadline holds even
+    /// with no server answering.
     /// Errors: as async_acquire, plus `invalid_wait` (negative) and `acquire_timeout` (its node
     /// deleted).
     /// Thread safety: as the class.
@@ -277,7 +283,8 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout`.
+    /// Errors: as async_acquire, plus `acquire_timeout` (also with no server answering; a
+    /// deadline already passed is one attempt).
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
@@ -291,7 +298,8 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire.
+    /// Errors: as async_acquire, plus `connection_lost` (no server answered the attempt within
+    /// the session timeout, or the connection dropped with it unanswered: the lock may be free).
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_try_acquire(CompletionToken&& token = {}) {

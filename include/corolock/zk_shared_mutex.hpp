@@ -74,7 +74,7 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire.
+    /// Errors: as `zk_mutex::async_try_acquire`.
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_try_acquire(CompletionToken&& token = {}) {
@@ -115,7 +115,7 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire.
+    /// Errors: as `zk_mutex::async_try_acquire`.
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_try_acquire_shared(CompletionToken&& token = {}) {

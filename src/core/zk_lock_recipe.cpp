@@ -1,13 +1,14 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/zk_lock_recipe.hpp"
 
+#include <boost/asio/error.hpp>
+
 #include <ostream>
 
 namespace corolock::detail {
 
 namespace {
 
-constexpr std::size_t max_lock_path = 900;
 constexpr std::size_t sequence_digits = 10;
 
 std::string_view kind_name(zk_node_kind k) noexcept {
@@ -28,27 +29,41 @@ bool conflicts(zk_node_kind mine, zk_node_kind earlier) noexcept {
 
 } // namespace
 
-bool valid_lock_path(std::string_view path) noexcept {
-    if (path.size() < 2 || path.size() > max_lock_path || path.front() != '/' || path.back() == '/')
-        return false;
+static_assert(max_lock_path == 900, "zk_path_problem's text states the limit");
+
+std::string_view zk_path_problem(std::string_view path) noexcept {
+    if (path.empty() || path.front() != '/')
+        return "is not absolute (it must start with '/')";
+    if (path.size() < 2)
+        return "is the root (a lock needs a node of its own)";
+    if (path.size() > max_lock_path)
+        return "is too long (at most 900 bytes: room for the lock's node names below it)";
+    if (path.back() == '/')
+        return "ends with '/'";
     std::size_t start = 1;
     while (start <= path.size()) {
         auto end = path.find('/', start);
         if (end == std::string_view::npos)
             end = path.size();
         const auto part = path.substr(start, end - start);
-        if (part.empty() || part == "." || part == "..")
-            return false;
+        if (part.empty())
+            return "has an empty component ('//')";
+        if (part == "." || part == "..")
+            return "has a '.' or '..' component";
         for (const char c : part) {
             const auto u = static_cast<unsigned char>(c);
             if (u < 0x20 || u >= 0x7f)
-                return false;
+                return "has a control or non-ASCII byte (printable ASCII only)";
         }
         if (start == 1 && part == "zookeeper")
-            return false;
+            return "is under /zookeeper, which the server reserves";
         start = end + 1;
     }
-    return true;
+    return {};
+}
+
+bool valid_lock_path(std::string_view path) noexcept {
+    return zk_path_problem(path).empty();
 }
 
 std::string node_prefix(std::string_view owner, zk_node_kind kind) {
@@ -144,6 +159,34 @@ std::optional<std::string> find_own(std::span<const std::string> children, std::
             return c;
     }
     return std::nullopt;
+}
+
+corolock::error_code zk_stop_waiting(bool cancelled, bool once,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     std::chrono::steady_clock::time_point now) noexcept {
+    if (cancelled)
+        return boost::asio::error::operation_aborted;
+    if (now < deadline)
+        return {};
+    return once ? error::connection_lost : error::acquire_timeout;
+}
+
+std::ostream& operator<<(std::ostream& os, zk_orphan_step s) {
+    switch (s) {
+    case zk_orphan_step::none:
+        return os << "none";
+    case zk_orphan_step::remove_node:
+        return os << "remove_node";
+    case zk_orphan_step::find_by_owner:
+        return os << "find_by_owner";
+    }
+    return os << "zk_orphan_step(" << static_cast<int>(s) << ")";
+}
+
+zk_orphan_step orphan_step(bool created, bool outcome_unknown) noexcept {
+    if (created)
+        return zk_orphan_step::remove_node;
+    return outcome_unknown ? zk_orphan_step::find_by_owner : zk_orphan_step::none;
 }
 
 } // namespace corolock::detail

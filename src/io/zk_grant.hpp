@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,10 @@ struct zk_grant : std::enable_shared_from_this<zk_grant> {
     bool release_requested = false;
     std::uint64_t watch_id = 0;
     handler_list<handler_ec> lost_waits;
+    // Releases waiting for the delete's reply: completed by it, or with the loss when the lease
+    // is lost first (a suspension past its validity, an expiry, a stop), the delete still going
+    // out after a reconnect. A list: handlers are never move-assigned.
+    std::list<handler_ec> release_waits;
 
     bool valid() const noexcept {
         return !lost.load() && session->sessions() == session_no &&
@@ -46,11 +51,14 @@ struct zk_grant : std::enable_shared_from_this<zk_grant> {
 
     // Strand: starts watching the node (its deletion by anyone is a loss).
     void watch_node();
-    // Strand: reports the loss to every waiter; the node, if it still exists, is deleted.
+    // Strand: reports the loss to every waiter and to a release still waiting; the node, if it
+    // still exists, is deleted.
     void lose(error_code why);
     // Strand: one share ends; the last one (or a release with `h`) deletes the node and completes
     // `h` (if any) with the outcome.
     void drop_share(handler_ec h, bool explicit_release);
+    // Strand: completes the releases waiting with `ec`.
+    void finish_release(error_code ec);
 };
 
 } // namespace corolock::detail

@@ -25,6 +25,7 @@ struct zk_lock_request {
     bool once = false;
     std::uint64_t op_id = 0;
     std::uint64_t mutex_id = 0;
+    bool zero_wait = false; // a wait over when started: one attempt (acquire_timeout if held)
 };
 
 // Any thread: checks the path and the deadline (invalid_name, invalid_wait: before anything is

@@ -429,7 +429,8 @@ void zk_session::when_connected(std::function<void(bool)> cb) {
     connect_waiters_.push_back(std::move(cb));
 }
 
-void zk_session::submit(callback cb, std::function<int(zhandle_t*, void*)> send) {
+std::uint64_t zk_session::submit(callback cb, std::function<int(zhandle_t*, void*)> send) {
+    last_queued_ = 0;
     auto issue = [this, cb, send]() mutable {
         auto* c = new zk_call{weak_from_this(), std::move(cb), fsm_.sessions(), {}, {}, {}, {}};
         const int rc = send(zh_, c);
@@ -442,20 +443,31 @@ void zk_session::submit(callback cb, std::function<int(zhandle_t*, void*)> send)
     if (stopped_ || stopping_) {
         zk_reply r;
         r.rc = ZCLOSING;
-        return asio::post(strand_, [cb = std::move(cb), r]() mutable { cb(r); });
+        asio::post(strand_, [cb = std::move(cb), r]() mutable { cb(r); });
+        return 0;
     }
     if (zh_ != nullptr && fsm_.state() == zk_session_state::connected) {
         issue();
         kick();
-        return;
+        return 0;
     }
-    queue_.push_back(pending{fsm_.sessions(), std::move(issue), cb});
+    const auto id = ++next_request_;
+    last_queued_ = id;
+    queue_.push_back(pending{id, fsm_.sessions(), std::move(issue), cb});
+    return id;
 }
 
-void zk_session::create(std::string path, bool ephemeral_sequential, callback cb) {
+bool zk_session::withdraw(std::uint64_t request) {
+    if (request == 0)
+        return false;
+    // A list of std::function: erasing in the middle moves no completion handler.
+    return std::erase_if(queue_, [request](const pending& p) { return p.id == request; }) > 0;
+}
+
+std::uint64_t zk_session::create(std::string path, bool ephemeral_sequential, callback cb) {
     const auto* acl = acl_for(config_);
-    submit(std::move(cb), [path = std::move(path), ephemeral_sequential, acl](zhandle_t* zh,
-                                                                              void* c) {
+    return submit(std::move(cb), [path = std::move(path), ephemeral_sequential, acl](zhandle_t* zh,
+                                                                                     void* c) {
         return zoo_acreate2(zh, path.c_str(), nullptr, -1, acl,
                             ephemeral_sequential ? ZOO_EPHEMERAL_SEQUENTIAL : 0, on_string_stat, c);
     });
@@ -467,8 +479,8 @@ void zk_session::remove(std::string path, callback cb) {
     });
 }
 
-void zk_session::get_children(std::string path, callback cb) {
-    submit(std::move(cb), [path = std::move(path)](zhandle_t* zh, void* c) {
+std::uint64_t zk_session::get_children(std::string path, callback cb) {
+    return submit(std::move(cb), [path = std::move(path)](zhandle_t* zh, void* c) {
         return zoo_aget_children(zh, path.c_str(), 0, on_strings, c);
     });
 }

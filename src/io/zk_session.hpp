@@ -85,9 +85,11 @@ public:
     // Requests, on the strand. Each waits until the session is connected (failing with
     // ZSESSIONEXPIRED if the session it was asked in expires first, ZCLOSING once stopped); the
     // callback is posted to the strand. `ephemeral_sequential` creates a lock node.
-    void create(std::string path, bool ephemeral_sequential, callback cb);
+    // `create` and `get_children` give an id for `withdraw` (0 when it went out at once);
+    // `last_queued()` is that of the latest request of any kind.
+    std::uint64_t create(std::string path, bool ephemeral_sequential, callback cb);
     void remove(std::string path, callback cb);
-    void get_children(std::string path, callback cb);
+    std::uint64_t get_children(std::string path, callback cb);
     void get(std::string path, callback cb);
     // exists with a watch: `on_event(deleted)` once the node changes (deleted = it was deleted or
     // the session expired); the returned id cancels it (unwatch). The reply says whether it
@@ -95,6 +97,10 @@ public:
     std::uint64_t watch(std::string path, std::function<void(bool deleted)> on_event, callback cb);
     void unwatch(std::uint64_t id);
     void multi(std::vector<zk_op> ops, callback cb);
+    std::uint64_t last_queued() const noexcept { return last_queued_; }
+    // A request still queued (never sent: its outcome is known, nothing done) is dropped, its
+    // callback never called; true if it was. A request already sent gets its reply.
+    bool withdraw(std::uint64_t request);
     // Deletes `path` whatever happens to the connection: retried after each reconnect of
     // `session`, until it is gone or the session is. `cb(true)` if this call deleted it.
     void remove_eventually(std::string path, unsigned session, std::function<void(bool)> cb,
@@ -125,6 +131,7 @@ public:
 
 private:
     struct pending {
+        std::uint64_t id;
         unsigned session;
         std::function<void()> issue; // sends the request (on the strand, connected)
         callback cb;
@@ -135,7 +142,7 @@ private:
     void close_handle();
     void apply(zk_session_action a);
     void flush_queue();
-    void submit(callback cb, std::function<int(zhandle_t*, void*)> send);
+    std::uint64_t submit(callback cb, std::function<int(zhandle_t*, void*)> send);
     void kick();
     void publish();
     void finish_run(error_code ec);
@@ -157,6 +164,8 @@ private:
     error_code run_result_;
     std::list<boost::asio::any_completion_handler<void(error_code)>> run_handler_;
     std::list<pending> queue_;
+    std::uint64_t next_request_ = 0;
+    std::uint64_t last_queued_ = 0;
     std::list<std::function<void(bool)>> connect_waiters_;
     std::map<std::uint64_t, std::function<void(bool)>> watches_;
     std::uint64_t next_watch_ = 0;

@@ -4,6 +4,7 @@
 #include "core/latch_scripts.hpp"
 #include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
+#include "core/zk_lock_recipe.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/error.hpp>
@@ -219,6 +220,9 @@ std::map<std::string, std::string> registry() {
     r["pg_xact_options.attempt_wait"] = fmt(px.attempt_wait);
     r["pg_xact_options.retry_base"] = fmt(px.retry_base);
     r["pg_xact_options.retry_max"] = fmt(px.retry_max);
+
+    // ZooKeeper (the recipe's pure core: no C client, no link to corolock::zookeeper).
+    r["zk_lock_path.max_length"] = bytes(corolock::detail::max_lock_path);
 
     const corolock::replica_sync rs;
     r["replica_sync.replicas"] = std::to_string(rs.replicas);

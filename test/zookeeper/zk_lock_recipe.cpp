@@ -2,8 +2,10 @@
 // The lock recipe's decisions: paths, node names, who holds, whom to watch, which node is ours.
 #include "core/zk_lock_recipe.hpp"
 
+#include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,43 @@ BOOST_AUTO_TEST_CASE(paths) {
                             "/zookeeper", "/zookeeper/x", "/a\nb", "/caf\xc3\xa9"})
         BOOST_TEST(!valid_lock_path(bad), bad);
     BOOST_TEST(!valid_lock_path("/" + std::string(1000, 'x')));
+}
+
+// What the log says is wrong with a path; the limit is the code's.
+BOOST_AUTO_TEST_CASE(path_problems) {
+    BOOST_TEST(zk_path_problem("/locks/orders").empty());
+    BOOST_TEST(zk_path_problem("relative") == "is not absolute (it must start with '/')");
+    BOOST_TEST(zk_path_problem("/a//b") == "has an empty component ('//')");
+    BOOST_TEST(zk_path_problem("/a/..") == "has a '.' or '..' component");
+    BOOST_TEST(zk_path_problem("/a/") == "ends with '/'");
+    BOOST_TEST(zk_path_problem("/caf\xc3\xa9").find("non-ASCII") != std::string_view::npos);
+    BOOST_TEST(zk_path_problem("/zookeeper/x").find("reserves") != std::string_view::npos);
+    BOOST_TEST(zk_path_problem("/" + std::string(max_lock_path - 1, 'x')).empty());
+    BOOST_TEST(zk_path_problem("/" + std::string(max_lock_path, 'x')).find("too long") !=
+               std::string_view::npos);
+}
+
+// A cancel wins over the deadline; a bounded wait times out, one attempt reports the server
+// unreachable; before the deadline, nothing stops the wait.
+BOOST_AUTO_TEST_CASE(stop_waiting) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    const auto later = t0 + std::chrono::seconds(1);
+    BOOST_TEST(!zk_stop_waiting(false, false, later, t0));
+    BOOST_TEST(!zk_stop_waiting(false, true, later, t0));
+    BOOST_TEST(zk_stop_waiting(true, false, later, t0) == boost::asio::error::operation_aborted);
+    BOOST_TEST(zk_stop_waiting(true, true, t0, later) == boost::asio::error::operation_aborted);
+    BOOST_TEST(zk_stop_waiting(false, false, t0, later) == corolock::error::acquire_timeout);
+    BOOST_TEST(zk_stop_waiting(false, true, t0, later) == corolock::error::connection_lost);
+    BOOST_TEST(!zk_stop_waiting(false, false, clock::time_point::max(), later));
+}
+
+// The late reply of an abandoned create: what it made is deleted, a lost one is looked for,
+// a refused one leaves nothing.
+BOOST_AUTO_TEST_CASE(orphan_steps) {
+    BOOST_TEST(orphan_step(true, false) == zk_orphan_step::remove_node);
+    BOOST_TEST(orphan_step(false, true) == zk_orphan_step::find_by_owner);
+    BOOST_TEST(orphan_step(false, false) == zk_orphan_step::none);
 }
 
 BOOST_AUTO_TEST_CASE(names_round_trip) {
