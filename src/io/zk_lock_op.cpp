@@ -202,6 +202,14 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
         deliver(std::move(h), session->executor(), ec, std::move(l));
     }
 
+    // A request the server refused (an ACL without our credentials, a node that cannot be
+    // made): said in the log with ZooKeeper's reason, as the error code cannot carry it.
+    void refused(const char* request_name, const std::string& path, int rc) {
+        session->log(logger::level::error, std::string("zookeeper: ") + request_name + " " + path +
+                                               " refused: " + zerror(rc));
+        finish(zk_error(rc), {});
+    }
+
     zk_lease make_lease() {
         auto g = std::make_shared<zk_grant>();
         g->session = session;
@@ -262,7 +270,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 if (r.rc == ZNONODE) {
                     const int prc = co_await make_parents();
                     if (prc != ZOK && !zk_outcome_unknown(prc) && !zk_session_gone(prc))
-                        co_return finish(zk_error(prc), {});
+                        co_return refused("create (parents of)", request.path, prc);
                     if (zk_outcome_unknown(prc))
                         if (auto ec = co_await reconnected())
                             co_return finish(ec, {});
@@ -277,7 +285,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 if (zk_session_gone(r.rc))
                     continue; // a new session: create again
                 if (r.rc != ZOK)
-                    co_return finish(zk_error(r.rc), {});
+                    co_return refused("create", prefix, r.rc);
                 node = r.path.substr(r.path.rfind('/') + 1);
                 czxid = r.czxid;
                 session_no = r.session;
@@ -300,7 +308,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
             }
             if (r.rc != ZOK) {
                 co_await drop_node();
-                co_return finish(zk_error(r.rc), {});
+                co_return refused("list", request.path, r.rc);
             }
             const auto d = decide(r.children, node);
             if (session->config().log.enabled(logger::level::debug)) {

@@ -18,6 +18,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -396,6 +401,64 @@ BOOST_FIXTURE_TEST_CASE(chroot_and_digest_auth, zk_fixture) {
         corolock::zk_connection conn(ex, bad);
         auto [rec] = co_await conn.async_run(tuple);
         BOOST_TEST(rec == corolock::error::invalid_argument);
+    });
+}
+
+// Digest ACLs: the nodes a client with credentials creates are its own (creator-only ACL), so a
+// path made by `app:secret` refuses anyone else at once (auth_failed, and the reason in the log),
+// never leaving a waiter behind; the same credentials on another session get in.
+BOOST_FIXTURE_TEST_CASE(digest_acl_refuses_wrong_credentials, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string path = "/corolock-acl/app/lock";
+        auto with_credentials = [](const std::string& password) {
+            auto cfg = zk_test_config();
+            cfg.digest_user = "app";
+            cfg.digest_password = password;
+            return cfg;
+        };
+        running_zk owner(ex, with_credentials("secret"));
+        zk_mutex mine(*owner, path);
+        auto held = co_await mine.async_acquire(asio::use_awaitable); // creates the parents
+        BOOST_TEST(held.valid());
+
+        auto wrong_cfg = with_credentials("wrong");
+        auto refusals = std::make_shared<std::vector<std::string>>();
+        wrong_cfg.log.fn = [refusals](corolock::logger::level, std::string_view msg) {
+            if (msg.find("refused") != std::string_view::npos)
+                refusals->emplace_back(msg);
+        };
+        running_zk wrong(ex, wrong_cfg);
+        running_zk anonymous(ex, zk_test_config());
+        running_zk* const others[] = {&wrong, &anonymous};
+        for (auto* conn : others) {
+            zk_mutex theirs(**conn, path);
+            const auto start = std::chrono::steady_clock::now();
+            auto [ec, none] = co_await theirs.async_acquire_for(5s, tuple);
+            BOOST_TEST(ec == corolock::error::auth_failed, ec.message());
+            BOOST_TEST(!none.owns());
+            BOOST_TEST((std::chrono::steady_clock::now() - start < 3s)); // refused, not timed out
+            auto [tec, tnone] = co_await theirs.async_try_acquire(tuple);
+            BOOST_TEST(tec == corolock::error::auth_failed, tec.message());
+            // The session is not at fault: it stays connected, and nothing of it was left.
+            BOOST_TEST(((*conn)->state() == corolock::zk_session_state::connected));
+        }
+        BOOST_TEST(!refusals->empty());
+        if (!refusals->empty())
+            BOOST_TEST(refusals->front().find(path) != std::string::npos, refusals->front());
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 1) == 1); // only the holder's node
+
+        // The right credentials on another session wait their turn and get the lock.
+        running_zk same(ex, with_credentials("secret"));
+        zk_mutex again(*same, path);
+        auto [busy_ec, busy] = co_await again.async_try_acquire(tuple);
+        BOOST_TEST(!busy_ec, busy_ec.message());
+        BOOST_TEST(!busy.owns());
+        co_await held.async_release(asio::use_awaitable);
+        auto next = co_await again.async_acquire(asio::use_awaitable);
+        BOOST_TEST(next.valid());
+        co_await next.async_release(asio::use_awaitable);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
     });
 }
 
