@@ -33,6 +33,12 @@ class CorolockConan(ConanFile):
     implements = ["auto_shared_fpic"]
     exports_sources = "CMakeLists.txt", "LICENSE", "cmake/*", "include/*", "src/*"
 
+    # The optional backends: option -> (component, the target of the client library it links).
+    _backends = {
+        "with_postgres": ("postgres", "libpq::libpq"),
+        "with_zookeeper": ("zookeeper", "zookeeper-client-c::zookeeper-client-c"),
+    }
+
     @property
     def _min_cppstd(self):
         return 20
@@ -114,16 +120,10 @@ class CorolockConan(ConanFile):
         if self.settings.os in ("Linux", "FreeBSD"):
             core.system_libs = ["pthread"]
 
-        if self.options.with_postgres:
-            postgres = self.cpp_info.components["postgres"]
-            postgres.set_property("cmake_target_name", "corolock::postgres")
-            postgres.set_property("pkg_config_name", "corolock-postgres")
-            postgres.libs = ["corolock_postgres"]
-            postgres.requires = ["core", "libpq::libpq"]
-
-        if self.options.with_zookeeper:
-            zookeeper = self.cpp_info.components["zookeeper"]
-            zookeeper.set_property("cmake_target_name", "corolock::zookeeper")
-            zookeeper.set_property("pkg_config_name", "corolock-zookeeper")
-            zookeeper.libs = ["corolock_zookeeper"]
-            zookeeper.requires = ["core", "zookeeper-client-c::zookeeper-client-c"]
+        for option, (name, client) in self._backends.items():
+            if self.options.get_safe(option):
+                component = self.cpp_info.components[name]
+                component.set_property("cmake_target_name", f"corolock::{name}")
+                component.set_property("pkg_config_name", f"corolock-{name}")
+                component.libs = [f"corolock_{name}"]
+                component.requires = ["core", client]
