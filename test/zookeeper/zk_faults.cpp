@@ -51,12 +51,12 @@ std::int64_t now_ns() {
         .count();
 }
 
-// What a forked child does: `rounds` acquisitions, or, with `rounds` 0, acquisitions bounded by
-// `wait` until `run_for` has passed (a fault may make some of them fail).
+// What a forked child does: `rounds` acquisitions, or, with `rounds` 0, acquisitions until
+// `run_for` has passed; each gives up after `wait` (a fault may make some of them fail).
 struct child_plan {
     int rounds = 0;
     steady::duration run_for{};
-    steady::duration wait = 3s;
+    steady::duration wait = steady::duration::max(); // max: no deadline
     std::chrono::milliseconds session_timeout = 4s;
 };
 
@@ -77,8 +77,7 @@ struct child_plan {
                 zk_mutex m(*c, path);
                 const auto stop_at = steady::now() + plan.run_for;
                 for (int i = 0; plan.rounds > 0 ? i < plan.rounds : steady::now() < stop_at; ++i) {
-                    auto [ec, l] = co_await m.async_acquire_for(
-                        plan.rounds > 0 ? steady::duration::max() : plan.wait, tuple);
+                    auto [ec, l] = co_await m.async_acquire_for(plan.wait, tuple);
                     grant_record r;
                     r.pid = ::getpid();
                     if (!ec && l.valid()) {
