@@ -1,13 +1,23 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // corolock-pg-bench: the PostgreSQL lock's cycle rates (acquire + release, each awaited) on one
-// connection, next to a reference measured in the same run on the same server: a raw
-// pg_try_advisory_lock / pg_advisory_unlock loop over the same connection (two round trips, no
-// write). Each figure with fsync on (a WAL flush per commit) and off. A bench, never a test.
+// connection, next to references measured in the same run: a raw pg_try_advisory_lock /
+// pg_advisory_unlock loop over the same connection and server (two round trips, no write), and
+// the Redis mutex (corolock::mutex) on one connection to a redis-server of the process kit
+// (persistence off), in the same shapes. Each PostgreSQL figure with fsync on (a WAL flush per
+// commit) and off. A bench, never a test.
 //
 //   corolock-pg-bench [seconds per figure, default 2]
+//
+// The Redis server is the one COROLOCK_REDIS_HOST / COROLOCK_REDIS_PORT name (as tools/test.sh
+// announces its own), else a private redis-server started for the run, as corolock-bench does.
 #include "common/pg_process.hpp"
+#include "common/redis_process.hpp"
+#include <corolock/connection.hpp>
+#include <corolock/mutex.hpp>
 #include <corolock/pg_mutex.hpp>
+#include <corolock/pg_xact_mutex.hpp>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,7 +27,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
@@ -30,14 +43,19 @@ struct figure {
     double rate() const { return seconds > 0 ? static_cast<double>(cycles) / seconds : 0; }
 };
 
-// `coroutines` loops of `body` for `length` on one connection; counts completed cycles.
-template <class Body>
-figure run_loops(const corolock::pg_config& cfg, int coroutines, clock_type::duration length,
-                 Body body) {
+// `coroutines` loops of `body` for `length` on `connections` connections (pg_connection or Redis
+// connection, made from `cfg`; coroutine c uses connection c % connections); counts completed
+// cycles.
+template <class Connection, class Config, class Body>
+figure run_loops(const Config& cfg, int coroutines, clock_type::duration length, Body body,
+                 int connections = 1) {
     asio::io_context ioc;
-    corolock::pg_connection conn(ioc.get_executor(), cfg,
-                                 corolock::logger{corolock::logger::level::error, {}});
-    conn.async_run(asio::detached);
+    std::deque<Connection> conns;
+    for (int i = 0; i < connections; ++i) {
+        conns.emplace_back(ioc.get_executor(), cfg,
+                           corolock::logger{corolock::logger::level::error, {}});
+        conns.back().async_run(asio::detached);
+    }
     figure f;
     int running = coroutines;
     const auto start = clock_type::now();
@@ -46,6 +64,7 @@ figure run_loops(const corolock::pg_config& cfg, int coroutines, clock_type::dur
         asio::co_spawn(
             ioc,
             [&, c]() -> asio::awaitable<void> {
+                auto& conn = conns[static_cast<std::size_t>(c % connections)];
                 while (clock_type::now() < stop) {
                     if (!co_await body(conn, c))
                         break;
@@ -53,7 +72,8 @@ figure run_loops(const corolock::pg_config& cfg, int coroutines, clock_type::dur
                 }
                 if (--running == 0) {
                     f.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-                    conn.cancel();
+                    for (auto& each : conns)
+                        each.cancel();
                 }
             },
             asio::detached);
@@ -66,6 +86,52 @@ void print(const char* what, int coroutines, const figure& f) {
                 f.rate(), f.cycles, f.seconds);
 }
 
+// One mutex per coroutine (distinct names: uncontended) or one for all (contended), on either
+// backend: `Mutex` is corolock::mutex or corolock::pg_mutex.
+template <class Mutex>
+auto cycles_of(bool shared) {
+    return [shared](auto& conn, int c) -> asio::awaitable<bool> {
+        Mutex m(conn, shared ? std::string("bench") : "bench:" + std::to_string(c));
+        auto l = co_await m.async_acquire(asio::use_awaitable);
+        co_await l.async_release(asio::use_awaitable);
+        co_return true;
+    };
+}
+
+// A locked transaction around one trivial query (the lock, the query and the commit in one round
+// trip), every coroutine on one name.
+const std::array<corolock::pg_query_view, 1> select_one{{{"SELECT 1"}}};
+asio::awaitable<bool> locked_transaction(corolock::pg_connection& conn, int) {
+    corolock::pg_xact_mutex m(conn, "bench");
+    std::vector<corolock::pg_result> r;
+    co_await m.async_transact(select_one, r, asio::use_awaitable);
+    co_return true;
+}
+
+// The same around a read-modify-write of one counter row (a write: a commit with a WAL flush when
+// fsync is on), from two connections, so that transactions of different sessions contend.
+const std::array<corolock::pg_query_view, 2> increment{{
+    {"SELECT set_config('bench.n', (SELECT n::text FROM bench_counter WHERE id = 1), true)"},
+    {"UPDATE bench_counter SET n = current_setting('bench.n')::bigint + 1 WHERE id = 1"},
+}};
+asio::awaitable<bool> locked_increment(corolock::pg_connection& conn, int) {
+    corolock::pg_xact_mutex m(conn, "bench:counter");
+    std::vector<corolock::pg_result> r;
+    co_await m.async_transact(increment, r, asio::use_awaitable);
+    co_return true;
+}
+
+// The Redis mutex in the same shapes as pg_mutex.
+void measure_redis(const corolock::connection_config& cfg, clock_type::duration length) {
+    using redis = corolock::connection;
+    std::printf("Redis (same machine, persistence off, one connection, one io_context thread)\n");
+    for (int n : {1, 50})
+        print("Redis mutex, uncontended (a name each)", n,
+              run_loops<redis>(cfg, n, length, cycles_of<corolock::mutex>(false)));
+    print("Redis mutex, contended (one name)", 50,
+          run_loops<redis>(cfg, 50, length, cycles_of<corolock::mutex>(true)));
+}
+
 void measure(bool fsync, clock_type::duration length) {
     corolock::test::pg_options opts;
     opts.fsync = fsync;
@@ -76,12 +142,27 @@ void measure(bool fsync, clock_type::duration length) {
         asio::io_context ioc;
         corolock::pg_connection conn(ioc.get_executor(), cfg);
         conn.async_run(asio::detached);
-        corolock::pg_mutex m(conn, "install");
-        m.async_install([&](corolock::error_code ec) {
-            if (ec)
-                std::fprintf(stderr, "install failed: %s\n", ec.message().c_str());
-            conn.cancel();
-        });
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                corolock::pg_mutex m(conn, "install");
+                corolock::pg_result r;
+                auto [e1] = co_await m.async_install(asio::as_tuple(asio::use_awaitable));
+                auto [e2] = co_await conn.async_query(
+                    "CREATE TABLE bench_counter (id int PRIMARY KEY, n bigint NOT NULL)", r,
+                    asio::as_tuple(asio::use_awaitable));
+                auto [e3] = co_await conn.async_query("INSERT INTO bench_counter VALUES (1, 0)", r,
+                                                      asio::as_tuple(asio::use_awaitable));
+                if (e1 || e2 || e3)
+                    std::fprintf(stderr, "install failed: %s\n",
+                                 (e1   ? e1
+                                  : e2 ? e2
+                                       : e3)
+                                     .message()
+                                     .c_str());
+                conn.cancel();
+            },
+            asio::detached);
         ioc.run();
     }
     std::printf("fsync %s (PostgreSQL 15 on 127.0.0.1, one connection, one io_context thread)\n",
@@ -94,21 +175,20 @@ void measure(bool fsync, clock_type::duration length) {
         co_await conn.async_query("SELECT pg_advisory_unlock($1::bigint)", p, r);
         co_return true;
     };
-    // One mutex per coroutine (distinct names: uncontended) or one for all (contended).
-    auto table = [](bool shared) {
-        return [shared](corolock::pg_connection& conn, int c) -> asio::awaitable<bool> {
-            corolock::pg_mutex m(conn,
-                                 shared ? std::string("bench") : "bench:" + std::to_string(c));
-            auto l = co_await m.async_acquire(asio::use_awaitable);
-            co_await l.async_release(asio::use_awaitable);
-            co_return true;
-        };
-    };
+    using pg = corolock::pg_connection;
     for (int n : {1, 50}) {
-        print("reference: pg_try_advisory_lock + unlock", n, run_loops(cfg, n, length, advisory));
-        print("pg_mutex, uncontended (a name each)", n, run_loops(cfg, n, length, table(false)));
+        print("reference: pg_try_advisory_lock + unlock", n,
+              run_loops<pg>(cfg, n, length, advisory));
+        print("pg_mutex, uncontended (a name each)", n,
+              run_loops<pg>(cfg, n, length, cycles_of<corolock::pg_mutex>(false)));
     }
-    print("pg_mutex, contended (one name)", 50, run_loops(cfg, 50, length, table(true)));
+    print("pg_mutex, contended (one name)", 50,
+          run_loops<pg>(cfg, 50, length, cycles_of<corolock::pg_mutex>(true)));
+    for (int n : {1, 50})
+        print("pg_xact_mutex transaction (one name)", n,
+              run_loops<pg>(cfg, n, length, locked_transaction));
+    print("pg_xact_mutex increment, 2 connections", 50,
+          run_loops<pg>(cfg, 50, length, locked_increment, 2));
 }
 
 } // namespace
@@ -118,6 +198,22 @@ int main(int argc, char** argv) {
     const auto length = std::chrono::duration_cast<clock_type::duration>(
         std::chrono::duration<double>(seconds > 0 ? seconds : 2.0));
     try {
+        corolock::connection_config redis_cfg;
+        std::optional<corolock::test::redis_process> own_redis;
+        const char* host = std::getenv("COROLOCK_REDIS_HOST");
+        const char* port = std::getenv("COROLOCK_REDIS_PORT");
+        if (port != nullptr && *port != '\0') {
+            redis_cfg.host = host != nullptr && *host != '\0' ? host : "127.0.0.1";
+            redis_cfg.port = port;
+        } else if (corolock::test::redis_process::available()) {
+            own_redis.emplace();
+            redis_cfg.port = std::to_string(own_redis->port());
+        }
+        redis_cfg.client_name = "corolock-pg-bench";
+        if (own_redis || port != nullptr)
+            measure_redis(redis_cfg, length);
+        else
+            std::printf("Redis: no redis-server found, its figures are left out\n");
         measure(false, length);
         measure(true, length);
     } catch (const std::exception& e) {

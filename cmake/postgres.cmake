@@ -8,7 +8,8 @@ set(COROLOCK_POSTGRES_SOURCES
     src/io/pg_connection_impl.cpp
     src/io/pg_lock_service.cpp
     src/pg_connection.cpp
-    src/pg_mutex.cpp)
+    src/pg_mutex.cpp
+    src/pg_xact_mutex.cpp)
 if(corolock_type STREQUAL "SHARED_LIBRARY")
     # The pure pieces shared with the Redis side are hidden in libcorolock.so: a copy of their
     # objects goes into this library too (hidden as well).

@@ -172,6 +172,15 @@ void run_with_connection(const server_options& o, std::string client_name, Body 
         std::rethrow_exception(failure);
 }
 
+/// The end of an example's main: prints each problem, then OK or FAILED; returns the exit
+/// status (0 only when there is no problem).
+inline int report(const std::vector<std::string>& problems) {
+    for (const auto& p : problems)
+        std::cout << "problem: " << p << "\n";
+    std::cout << (problems.empty() ? "OK" : "FAILED") << "\n";
+    return problems.empty() ? 0 : 1;
+}
+
 /// Sends one line to the parent (a worker's stdout is a pipe the parent reads). One write per
 /// line, so lines of concurrent coroutines never interleave.
 inline void tell_parent(std::string line) {

@@ -34,6 +34,39 @@ bool parse_db(std::string_view text, int& out) {
     return ec == std::errc() && end == text.data() + text.size();
 }
 
+// `text` for an error message: bytes outside printable ASCII as \xNN (a URL may carry a
+// percent-encoded NUL or newline).
+std::string printable(std::string_view text) {
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    for (const char c : text) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b >= 0x20 && b < 0x7f) {
+            out += c;
+        } else {
+            out += "\\x";
+            out += hex[b >> 4];
+            out += hex[b & 15];
+        }
+    }
+    return out;
+}
+
+// A host name's characters, once decoded: letters, digits, '-', '.' and '_'. A decoded NUL,
+// '/' or ':' would make the name that is checked differ from the one that is connected to.
+bool valid_host_name(std::string_view host) {
+    return std::all_of(host.begin(), host.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+    });
+}
+
+bool has_control_byte(std::string_view text) {
+    return std::any_of(text.begin(), text.end(), [](char c) {
+        const auto b = static_cast<unsigned char>(c);
+        return b < 0x20 || b == 0x7f;
+    });
+}
+
 // What the URL says, before it is applied to a config (so that a refused URL changes nothing).
 struct parsed {
     std::string host, port, unix_socket, username, password;
@@ -53,7 +86,7 @@ std::string parse(std::string_view text, parsed& out) {
     const bool unix_socket = ascii_iequals(scheme, "unix");
     out.tls = ascii_iequals(scheme, "rediss");
     if (!unix_socket && !out.tls && !ascii_iequals(scheme, "redis"))
-        return "unknown scheme '" + std::string(scheme) + "' (redis, rediss or unix)";
+        return "unknown scheme '" + printable(scheme) + "' (redis, rediss or unix)";
     if (u.has_fragment())
         return "a fragment ('#...') is not allowed";
     if (u.has_userinfo()) {
@@ -70,6 +103,8 @@ std::string parse(std::string_view text, parsed& out) {
             return "a unix:// URL names no host or port: unix:///path/to/socket";
         if (path.empty() || path.front() != '/')
             return "a unix:// URL needs an absolute socket path: unix:///path/to/socket";
+        if (has_control_byte(path))
+            return "the socket path '" + printable(path) + "' holds a control byte";
         if (path.size() > max_socket_path)
             return "the socket path is longer than 107 bytes";
         out.unix_socket = std::move(path);
@@ -79,28 +114,33 @@ std::string parse(std::string_view text, parsed& out) {
         if (u.host_type() == boost::urls::host_type::ipvfuture)
             return "an IPvFuture host is not supported";
         out.host = u.host_address();
+        if (u.host_type() == boost::urls::host_type::name && !valid_host_name(out.host))
+            return "host '" + printable(out.host) +
+                   "' is not a host name (letters, digits, '-', '.' and '_')";
         out.port = "6379";
         if (u.has_port()) {
             const std::string_view port = u.port();
             int number = 0;
             if (!parse_db(port, number) || number < 1 || number > 65535)
-                return "port '" + std::string(port) + "' is not a number from 1 to 65535";
+                return "port '" + printable(port) + "' is not a number from 1 to 65535";
             out.port = std::to_string(number);
         }
+        if (!path.empty() && path.front() != '/')
+            return "'" + printable(path) + "' after the host is not a port or a /database";
         if (!path.empty() && path != "/") {
             if (!parse_db(std::string_view(path).substr(1), out.database))
-                return "path '" + path + "' is not a database number (0 to 2147483647)";
+                return "path '" + printable(path) + "' is not a database number (0 to 2147483647)";
             db_given = true;
         }
     }
     if (u.has_query()) {
         for (const auto& p : u.params()) {
             if (p.key != "db")
-                return "unknown query parameter '" + p.key + "' (only db)";
+                return "unknown query parameter '" + printable(p.key) + "' (only db)";
             if (db_given)
                 return "the database is given twice";
             if (!p.has_value || !parse_db(p.value, out.database))
-                return "db '" + p.value + "' is not a database number (0 to 2147483647)";
+                return "db '" + printable(p.value) + "' is not a database number (0 to 2147483647)";
             db_given = true;
         }
     }

@@ -83,17 +83,58 @@ private:
         if (!first)
             out_.append(",");
         out_.append(name).append("=\"");
-        for (const char c : value) {
+        for (std::size_t i = 0; i < value.size();) {
+            const char c = value[i];
+            if (const std::size_t n = utf8_length(value.substr(i)); n > 1) {
+                out_.append(value.substr(i, n));
+                i += n;
+                continue;
+            }
             if (c == '\\')
                 out_.append("\\\\");
             else if (c == '"')
                 out_.append("\\\"");
             else if (c == '\n')
                 out_.append("\\n");
-            else
+            else if (static_cast<unsigned char>(c) < 0x80)
                 out_.push_back(c);
+            else
+                append_byte_escape(static_cast<unsigned char>(c));
+            ++i;
         }
         out_.append("\"");
+    }
+    // A label value must be UTF-8 or Prometheus refuses the whole scrape; lock names may be any
+    // bytes. A byte that starts no well-formed sequence is written as the text `\xNN` (its
+    // backslash escaped).
+    void append_byte_escape(unsigned char b) {
+        static const char hex[] = "0123456789abcdef";
+        out_.append("\\\\x");
+        out_.push_back(hex[b >> 4]);
+        out_.push_back(hex[b & 15]);
+    }
+    // The length of the well-formed multi-byte UTF-8 sequence that `s` starts with (2 to 4), or
+    // 1 for ASCII and for a byte that starts none (no overlong forms, no surrogates, at most
+    // U+10FFFF).
+    static std::size_t utf8_length(std::string_view s) {
+        const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+        const auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
+        const unsigned char lead = b(0);
+        if (lead >= 0xC2 && lead <= 0xDF)
+            return cont(1) ? 2 : 1;
+        if (lead >= 0xE0 && lead <= 0xEF) {
+            if (!cont(1) || !cont(2) || (lead == 0xE0 && b(1) < 0xA0) ||
+                (lead == 0xED && b(1) > 0x9F))
+                return 1;
+            return 3;
+        }
+        if (lead >= 0xF0 && lead <= 0xF4) {
+            if (!cont(1) || !cont(2) || !cont(3) || (lead == 0xF0 && b(1) < 0x90) ||
+                (lead == 0xF4 && b(1) > 0x8F))
+                return 1;
+            return 4;
+        }
+        return 1;
     }
     // Exact decimal seconds, no trailing zeros: 100 µs is "0.0001", 30 s is "30".
     static std::string seconds(std::chrono::nanoseconds d) {

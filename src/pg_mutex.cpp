@@ -84,8 +84,8 @@ bool pg_nested_hold::valid() const noexcept {
     return still_valid(state_);
 }
 
-std::uint64_t pg_nested_hold::token() const noexcept {
-    return state_ ? state_->token : 0;
+fencing_token pg_nested_hold::token() const noexcept {
+    return fencing_token(lock_backend::postgres, state_ ? state_->token : 0);
 }
 
 bool pg_lease::valid() const noexcept {
@@ -102,8 +102,8 @@ bool pg_lease::lost() const noexcept {
     return state_ && state_->lost.load();
 }
 
-std::uint64_t pg_lease::token() const noexcept {
-    return state_ ? state_->token : 0;
+fencing_token pg_lease::token() const noexcept {
+    return fencing_token(lock_backend::postgres, state_ ? state_->token : 0);
 }
 
 const std::string& pg_lease::name() const noexcept {
@@ -168,6 +168,10 @@ pg_mutex::~pg_mutex() {
     cancel();
 }
 
+pg_mutex::executor_type pg_mutex::get_executor() const noexcept {
+    return core_->service->conn().get_executor();
+}
+
 const std::string& pg_mutex::name() const noexcept {
     return core_->name;
 }
@@ -177,21 +181,11 @@ const pg_mutex_options& pg_mutex::options() const noexcept {
 }
 
 pg_mutex::clock::time_point pg_mutex::deadline_in(duration wait) noexcept {
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
+    return detail::deadline_after(wait);
 }
 
 void pg_mutex::cancel() {
-    auto core = core_;
-    auto svc = core->service;
-    asio::post(svc->conn().strand(), [svc, core] {
-        std::vector<std::shared_ptr<detail::pg_acquire_op>> ops;
-        for (auto& w : core->pending)
-            if (auto op = w.lock())
-                ops.push_back(std::move(op));
-        for (auto& op : ops)
-            svc->cancel_acquire(op);
-    });
+    detail::cancel_pending(core_, &pg_lock_service::cancel_acquire);
 }
 
 void pg_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
@@ -200,14 +194,7 @@ void pg_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handl
     auto op = std::make_shared<detail::pg_acquire_op>(core_, std::move(h), svc->conn().strand());
     op->deadline = deadline;
     op->once = once;
-    if (slot.is_connected()) {
-        slot.assign([svc, w = std::weak_ptr<detail::pg_acquire_op>(op)](asio::cancellation_type_t) {
-            asio::post(svc->conn().strand(), [svc, w] {
-                if (auto op = w.lock())
-                    svc->cancel_acquire(op);
-            });
-        });
-    }
+    detail::cancel_on_signal(slot, svc, op, &pg_lock_service::cancel_acquire);
     asio::dispatch(svc->conn().strand(), [svc, op] { svc->start_acquire(op); });
 }
 

@@ -2,7 +2,7 @@
 # Builds the demo program and runs it against a throw-away redis-server on a free port.
 #
 #   tools/demo.sh [ARGS...]                            ARGS go to the demo after --host/--port
-#   DEMO_TARGET=corolock_demo_pipeline tools/demo.sh   another program from example/
+#   DEMO_TARGET=corolock_pipeline_demo tools/demo.sh   another program from example/
 set -euo pipefail
 DEMO_TARGET=${DEMO_TARGET:-corolock_flash_sale}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

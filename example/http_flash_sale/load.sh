@@ -3,8 +3,8 @@
 #
 #   example/http_flash_sale/load.sh [--short | --long] [SERVER_BINARY]
 #
-# First starts the server against a Redis port where nothing listens: an order must get 503
-# "not_sold" and the server must stop cleanly. Then starts a throw-away redis-server on a free
+# First starts the server against a Redis port where nothing listens: /healthz and an order
+# must get 503 ("not_sold" for the order) and the server must stop cleanly. Then starts a throw-away redis-server on a free
 # loopback port, seeds the stock, starts the server on a free port, checks a few answers by hand
 # (curl), drives POST /orders with wrk from several connections with order ids that repeat
 # (orders.lua), stops the server with SIGTERM, and checks in Redis:
@@ -63,7 +63,7 @@ all_items=$(IFS=,; echo "${items[*]},probe")
 start_server() { # start_server REDIS_PORT: sets server_pid and url
     local port='' i
     : >"$work/server.out" # before the child's own redirection, which the first read may outrun
-    "${wrapper[@]}" "$server_binary" --port "$1" --listen 0 --threads "$server_threads" \
+    "${wrapper[@]}" "$server_binary" --redis "redis://127.0.0.1:$1" --listen 0 --threads "$server_threads" \
         --items "$all_items" </dev/null >"$work/server.out" 2>&1 &
     server_pid=$!
     for ((i = 0; i < 200; i++)); do
@@ -105,11 +105,11 @@ stop_server() {
     ((status == 0)) || problem "the server exited with $status after SIGTERM"
 }
 
-# A few answers by hand: status and body.
+# A few answers by hand: status and body. HEADER="Name: value" adds a request header.
 expect() { # expect STATUS METHOD PATH [BODY]
     local want=$1 method=$2 path=$3 body=${4-} got
     got=$(curl -s --max-time 30 -o "$work/body" -w '%{http_code}' -X "$method" \
-        ${body:+--data-binary "$body"} "$url$path") || got=000
+        ${HEADER:+-H "$HEADER"} ${body:+--data-binary "$body"} "$url$path") || got=000
     if [[ $got != "$want" ]]; then
         problem "$method $path ${body:0:40}: HTTP $got, expected $want: $(head -c 200 "$work/body")"
     fi
@@ -117,6 +117,8 @@ expect() { # expect STATUS METHOD PATH [BODY]
 # Redis down: an order waits for a connection (max_wait_for_connection, 5 s), then is refused
 # with 503 "not_sold", and the server lives on and stops cleanly.
 start_server "$(free_port)"
+expect 503 GET /healthz
+grep -q '"redis":"disconnected"' "$work/body" || problem "GET /healthz, Redis down: $(cat "$work/body")"
 expect 503 POST /orders '{"order_id":"d-1","item":"probe","qty":1}'
 grep -q '"status":"not_sold"' "$work/body" || problem "Redis down: $(cat "$work/body")"
 stop_server
@@ -129,6 +131,12 @@ for item in "${items[@]}"; do
 done
 rcli set sale:stock:probe 1 >/dev/null
 start_server "$REDIS_PORT"
+expect 200 GET /healthz
+grep -q '"redis":"connected"' "$work/body" || problem "GET /healthz: $(cat "$work/body")"
+# A client whose budget is spent gets 503 at once, nothing sold (the lock wait is what is left).
+HEADER="X-Request-Timeout-Ms: 0" expect 503 POST /orders '{"order_id":"p-0","item":"probe","qty":1}'
+grep -q '"status":"lock_timeout"' "$work/body" || problem "no budget left: $(cat "$work/body")"
+HEADER="X-Request-Timeout-Ms: soon" expect 400 POST /orders '{"order_id":"p-0","item":"probe"}'
 expect 201 POST /orders '{"order_id":"p-1","item":"probe","qty":1}'
 expect 409 POST /orders '{"order_id":"p-1","item":"probe","qty":1}'
 expect 410 POST /orders '{"order_id":"p-2","item":"probe","qty":1}'

@@ -7,14 +7,22 @@
 //                       201 sold, 409 duplicate order id, 410 sold out, 503 lock busy or Redis
 //                       trouble, 400 bad input, 404 no such item, 413 body too large
 //   GET  /stock/<item>  {"item": "apple", "stock": 41}
+//   GET  /healthz       200 {"status": "ok", "redis": "connected"}, else 503
 //   GET  /metrics       Prometheus text
+//
+// Each order has a deadline: its arrival plus the server's request budget (--budget-ms), or
+// less when the client sends `X-Request-Timeout-Ms` (what is left of its own budget). The wait
+// for the item's lock ends at that deadline, so a client that gave up is never served late.
 //
 // What an order does with corolock is in shop.cpp; this file is the HTTP plumbing. SIGINT or
 // SIGTERM stops it gracefully: no new connections, idle ones closed, requests in progress
 // answered, then the Redis connection closed and the io_context drained.
 //
-//   corolock_http_flash_sale [--host H] [--port P] [--listen PORT] [--threads N] [--items a,b]
-#include "../common.hpp"
+//   corolock_http_flash_sale [--redis URL] [--listen PORT] [--threads N] [--items a,b]
+//                            [--budget-ms MS]
+//
+// It uses nothing of corolock's source tree: CMakeLists.txt builds it against an installed
+// corolock (find_package) as well as inside the tree.
 #include "metrics.hpp"
 #include "shop.hpp"
 #include <corolock/connection.hpp>
@@ -27,6 +35,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -37,8 +46,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -56,7 +67,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace json = boost::json;
-namespace ex = corolock_example;
 using namespace std::chrono_literals;
 using tcp = asio::ip::tcp;
 using flash_sale::outcome;
@@ -69,6 +79,8 @@ constexpr std::size_t max_body_bytes = 4 * 1024;
 constexpr auto idle_timeout = 30s;  // to receive a whole request on a kept-alive connection
 constexpr auto write_timeout = 10s; // to send a response
 constexpr std::int64_t max_units_per_order = 10;
+// The client's own budget for a request, in ms (at most the server's --budget-ms).
+constexpr std::string_view timeout_header = "X-Request-Timeout-Ms";
 
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
@@ -146,9 +158,10 @@ response order_answer(const flash_sale::order& o, const flash_sale::order_result
         return answer(http::status::gone, body);
     case outcome::lock_timeout:
     case outcome::not_sold:
-        body["message"] = r.what == outcome::lock_timeout
-                              ? "the item is busy; nothing was sold, retry later"
-                              : r.ec.message() + "; nothing was sold, retry later";
+        body["message"] =
+            r.what == outcome::lock_timeout
+                ? "the item was busy until the request's deadline; nothing was sold, retry later"
+                : r.ec.message() + "; nothing was sold, retry later";
         break;
     case outcome::unknown:
         body["message"] = r.ec.message() +
@@ -168,9 +181,9 @@ response order_answer(const flash_sale::order& o, const flash_sale::order_result
 class server {
 public:
     server(asio::io_context& ioc, const tcp::endpoint& listen, corolock::connection& conn,
-           flash_sale::shop& shop, flash_sale::metrics& metrics)
+           flash_sale::shop& shop, flash_sale::metrics& metrics, std::chrono::milliseconds budget)
         : ioc_(ioc), acceptor_(asio::make_strand(ioc), listen), conn_(conn), shop_(shop),
-          metrics_(metrics) {}
+          metrics_(metrics), budget_(budget) {}
 
     tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
 
@@ -212,7 +225,8 @@ private:
             if (!acceptor_.is_open())
                 co_return;
             if (ec) { // the client gave up already, or we are out of descriptors for now
-                co_await ex::sleep_for(10ms);
+                asio::steady_timer pause(acceptor_.get_executor(), 10ms);
+                co_await pause.async_wait(tuple);
                 continue;
             }
             auto s = std::make_shared<session>(std::move(socket));
@@ -291,12 +305,17 @@ private:
         if (target == "/orders") {
             if (req.method() != http::verb::post)
                 co_return not_allowed("POST");
-            co_return co_await post_order(req.body());
+            co_return co_await post_order(req);
         }
         if (target.starts_with("/stock/")) {
             if (!get)
                 co_return not_allowed("GET");
             co_return co_await get_stock(target.substr(7));
+        }
+        if (target == "/healthz") {
+            if (!get)
+                co_return not_allowed("GET");
+            co_return health();
         }
         if (target == "/metrics") {
             if (!get)
@@ -307,14 +326,18 @@ private:
         co_return error_answer(http::status::not_found, "no such resource");
     }
 
-    asio::awaitable<response> post_order(std::string_view body) {
+    asio::awaitable<response> post_order(const request& req) {
+        const auto deadline = request_deadline(req);
         std::string why;
-        const auto order = parse_order(body, why);
-        if (!order) {
+        const auto order = parse_order(req.body(), why);
+        if (!order || !deadline) {
             metrics_.count(outcome::bad_request);
-            co_return error_answer(http::status::bad_request, why);
+            co_return error_answer(http::status::bad_request,
+                                   deadline ? why
+                                            : std::string(timeout_header) +
+                                                  " must be a whole number of milliseconds");
         }
-        const flash_sale::order_result r = co_await shop_.place(*order);
+        const flash_sale::order_result r = co_await shop_.place(*order, *deadline);
         metrics_.count(r.what);
         co_return order_answer(*order, r);
     }
@@ -328,6 +351,33 @@ private:
         co_return answer(http::status::ok, json::object{{"item", item}, {"stock", *units}});
     }
 
+    // When the request must be answered: now plus the server's budget, or plus the client's own
+    // (X-Request-Timeout-Ms) when that is smaller. nullopt when the header is malformed.
+    std::optional<std::chrono::steady_clock::time_point>
+    request_deadline(const request& req) const {
+        auto budget = budget_;
+        if (const auto h = req.find(timeout_header); h != req.end()) {
+            const std::string_view text = h->value();
+            std::int64_t ms = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+            if (ec != std::errc{} || end != text.data() + text.size() || ms < 0)
+                return std::nullopt;
+            budget = std::min(budget, std::chrono::milliseconds(ms));
+        }
+        return std::chrono::steady_clock::now() + budget;
+    }
+
+    // Readiness: 200 while Redis is connected and the server is not stopping, else 503 (a load
+    // balancer then sends the requests elsewhere).
+    response health() const {
+        const bool redis_up = conn_.is_connected();
+        const bool ready = redis_up && !stopping_;
+        return answer(
+            ready ? http::status::ok : http::status::service_unavailable,
+            json::object{{"status", ready ? "ok" : (stopping_ ? "stopping" : "unavailable")},
+                         {"redis", redis_up ? "connected" : "disconnected"}});
+    }
+
     static response not_allowed(std::string_view allowed) {
         auto res = error_answer(http::status::method_not_allowed, "method not allowed");
         res.set(http::field::allow, allowed);
@@ -339,7 +389,8 @@ private:
     corolock::connection& conn_;
     flash_sale::shop& shop_;
     flash_sale::metrics& metrics_;
-    std::mutex sessions_mutex_; // guards sessions_ and the writes of stopping_
+    const std::chrono::milliseconds budget_; // a request's time, arrival to answer
+    std::mutex sessions_mutex_;              // guards sessions_ and the writes of stopping_
     std::set<std::shared_ptr<session>> sessions_;
     std::atomic<bool> stopping_{false};
 };
@@ -354,48 +405,105 @@ std::vector<std::string> split(const std::string& list) {
     return out;
 }
 
+// The command line. The Redis server is a connection URL (corolock::connection_config::from_url:
+// redis://, rediss://, unix://, user, password, database), else $COROLOCK_REDIS_URL.
+struct options {
+    std::string redis = "redis://127.0.0.1:6379";
+    unsigned short listen = 8080;
+    int threads = 1;
+    std::vector<std::string> items = split("apple,banana,cherry,durian");
+    std::chrono::milliseconds budget{2000};
+};
+
+constexpr std::string_view usage =
+    "usage: corolock_http_flash_sale [--redis URL] [--listen PORT] [--threads N] [--items a,b]\n"
+    "                                [--budget-ms MS]\n"
+    "  --redis      the Redis server (else $COROLOCK_REDIS_URL, else redis://127.0.0.1:6379)\n"
+    "  --listen     HTTP port on 127.0.0.1 (0: any free port), else 8080\n"
+    "  --threads    threads running the io_context (1 to 64), else 1\n"
+    "  --items      the items on sale, comma-separated\n"
+    "  --budget-ms  a request's time from arrival to answer (1 to 600000), else 2000\n";
+
+// A whole number in [low, high], or nullopt.
+std::optional<long> number(std::string_view text, long low, long high) {
+    long v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size() || v < low || v > high)
+        return std::nullopt;
+    return v;
+}
+
+std::optional<options> parse_options(int argc, char** argv) {
+    options o;
+    if (const char* url = std::getenv("COROLOCK_REDIS_URL"); url && *url)
+        o.redis = url;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string_view name = argv[i], value = argv[i + 1];
+        if (name == "--redis") {
+            o.redis = value;
+        } else if (name == "--listen") {
+            const auto v = number(value, 0, 65535);
+            if (!v)
+                return std::nullopt;
+            o.listen = static_cast<unsigned short>(*v);
+        } else if (name == "--threads") {
+            const auto v = number(value, 1, 64);
+            if (!v)
+                return std::nullopt;
+            o.threads = static_cast<int>(*v);
+        } else if (name == "--items") {
+            o.items = split(std::string(value));
+            if (!std::all_of(o.items.begin(), o.items.end(), valid_name))
+                return std::nullopt;
+        } else if (name == "--budget-ms") {
+            const auto v = number(value, 1, 600000);
+            if (!v)
+                return std::nullopt;
+            o.budget = std::chrono::milliseconds(*v);
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (argc % 2 == 0) // an option without its value
+        return std::nullopt;
+    return o;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    int exit_code = 0;
-    std::string listen_port = "8080", threads_text = "1", items_text = "apple,banana,cherry,durian";
-    const auto redis = ex::parse_server_options(
-        argc, argv, exit_code,
-        {{"--listen", &listen_port, "HTTP port on 127.0.0.1 (0: any free port), default 8080"},
-         {"--threads", &threads_text, "threads running the io_context, default 1"},
-         {"--items", &items_text, "the items on sale, comma-separated"}});
-    if (!redis)
-        return exit_code;
-    const auto port = ex::parse_number(listen_port, 8080);
-    const auto threads = ex::parse_number(threads_text, 1);
-    const auto items = split(items_text);
-    if (!port || *port < 0 || *port > 65535 || !threads || *threads < 1 || *threads > 64 ||
-        !std::all_of(items.begin(), items.end(), valid_name)) {
-        std::cerr << "http_flash_sale: bad --listen, --threads or --items\n";
+    if (argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+        std::cout << usage;
+        return 0;
+    }
+    const auto opts = parse_options(argc, argv);
+    if (!opts) {
+        std::cerr << "http_flash_sale: bad arguments\n" << usage;
         return 2;
     }
 
     try {
-        asio::io_context ioc(static_cast<int>(*threads));
-        corolock::connection conn(ioc.get_executor(),
-                                  ex::make_config(*redis, "corolock-http-flash-sale"));
+        auto cfg = corolock::connection_config::from_url(opts->redis);
+        cfg.client_name = "corolock-http-flash-sale";
+        asio::io_context ioc(opts->threads);
+        corolock::connection conn(ioc, cfg);
         conn.async_run(asio::detached);
         flash_sale::metrics metrics;
-        flash_sale::shop shop(conn, items);
-        server srv(ioc, {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(*port)},
-                   conn, shop, metrics);
+        flash_sale::shop shop(conn, opts->items);
+        server srv(ioc, {asio::ip::make_address("127.0.0.1"), opts->listen}, conn, shop, metrics,
+                   opts->budget);
         srv.start();
         asio::signal_set signals(ioc, SIGINT, SIGTERM);
         signals.async_wait([&](boost::system::error_code ec, int) {
             if (!ec)
                 srv.stop();
         });
-        std::cout << "listening on http://" << srv.local_endpoint() << " (Redis " << redis->host
-                  << ":" << redis->port << ", " << *threads << " thread(s), items " << items_text
-                  << ")" << std::endl;
+        std::cout << "listening on http://" << srv.local_endpoint() << " (Redis " << cfg.host << ":"
+                  << cfg.port << ", " << opts->threads << " thread(s), " << opts->items.size()
+                  << " items, request budget " << opts->budget.count() << " ms)" << std::endl;
 
         std::vector<std::jthread> pool;
-        for (long long i = 1; i < *threads; ++i)
+        for (int i = 1; i < opts->threads; ++i)
             pool.emplace_back([&ioc] { ioc.run(); });
         ioc.run();
         pool.clear(); // joins

@@ -23,8 +23,6 @@ constexpr auto tuple = asio::as_tuple(asio::deferred);
 // How long a sold order id stays taken: repeats within it (a client's retry, a double click, a
 // load balancer's replay) are answered 409 without touching the stock.
 constexpr auto claim_retention = 10min;
-// How long a request waits for its item's lock before answering 503.
-constexpr auto lock_wait = 2s;
 
 corolock::mutex_options lock_options() {
     corolock::mutex_options o;
@@ -83,7 +81,8 @@ shop::shop(corolock::connection& conn, const std::vector<std::string>& items) : 
         items_.try_emplace(name, conn, name);
 }
 
-asio::awaitable<order_result> shop::place(const order& o) {
+asio::awaitable<order_result> shop::place(const order& o,
+                                          std::chrono::steady_clock::time_point deadline) {
     const auto it = items_.find(o.item);
     if (it == items_.end())
         co_return outcome::bad_request;
@@ -96,7 +95,7 @@ asio::awaitable<order_result> shop::place(const order& o) {
     if (!claim)
         co_return outcome::duplicate;
 
-    order_result r = co_await sell(it->second, o);
+    order_result r = co_await sell(it->second, o, deadline);
     // The claim is kept when the order was sold (repeats are duplicates), and when the sale may
     // have happened (a retry must not sell twice). Otherwise the order did not happen: give the
     // id back so that a retry can go on. If that fails the id simply stays taken for the window.
@@ -105,10 +104,14 @@ asio::awaitable<order_result> shop::place(const order& o) {
     co_return r;
 }
 
-asio::awaitable<order_result> shop::sell(item& it, const order& o) {
-    // 2. One sale of an item at a time, across every server that sells it. (The library counts
-    // the wait and the outcome: corolock_acquire_wait_seconds, corolock_acquires_total.)
-    auto [ec, lease] = co_await it.lock.async_acquire_for(lock_wait, tuple);
+asio::awaitable<order_result> shop::sell(item& it, const order& o,
+                                         std::chrono::steady_clock::time_point deadline) {
+    // 2. One sale of an item at a time, across every server that sells it, waiting no longer
+    // than the request may take. (The library counts the wait and the outcome:
+    // corolock_acquire_wait_seconds, corolock_acquires_total.)
+    if (deadline <= std::chrono::steady_clock::now())
+        co_return outcome::lock_timeout; // the budget went on the claim: no time to wait
+    auto [ec, lease] = co_await it.lock.async_acquire_until(deadline, tuple);
     if (ec == corolock::error::acquire_timeout)
         co_return outcome::lock_timeout;
     if (ec)

@@ -9,6 +9,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,7 +25,7 @@ enum class outcome {
     sold,         ///< 201: the units are the buyer's
     duplicate,    ///< 409: an earlier request with this order id sold it, or is selling it
     sold_out,     ///< 410: not enough stock left
-    lock_timeout, ///< 503: the item's lock stayed busy longer than the wait; safe to retry
+    lock_timeout, ///< 503: the item's lock stayed busy until the request's deadline; safe to retry
     not_sold,     ///< 503: Redis failed or refused before the sale; safe to retry
     unknown,      ///< 503: the sale's reply was lost, so it may have happened; the id stays claimed
     bad_request,  ///< 404 for an item not on sale; main.cpp also counts 400 and 413 here
@@ -57,8 +58,10 @@ public:
 
     bool sells(std::string_view item) const { return items_.contains(item); }
 
-    /// Claims the order id, then sells under the item's lock. Never throws for Redis failures.
-    boost::asio::awaitable<order_result> place(const order& o);
+    /// Claims the order id, then sells under the item's lock, waiting for the lock until
+    /// `deadline` (the request's). Never throws for Redis failures.
+    boost::asio::awaitable<order_result> place(const order& o,
+                                               std::chrono::steady_clock::time_point deadline);
 
     /// The units left of an item on sale (0 when its stock key is missing); nullopt when Redis
     /// could not answer.
@@ -74,7 +77,8 @@ private:
         corolock::mutex lock;
         std::string stock_key;
     };
-    boost::asio::awaitable<order_result> sell(item& it, const order& o);
+    boost::asio::awaitable<order_result> sell(item& it, const order& o,
+                                              std::chrono::steady_clock::time_point deadline);
 
     corolock::connection& conn_;
     std::map<std::string, item, std::less<>> items_;

@@ -16,7 +16,7 @@ enum class lock_backend : std::uint8_t {
     none = 0,      ///< no backend: a default-constructed `fencing_token`
     redis = 1,     ///< `mutex`, its siblings and `redlock` (single master, Sentinel or cluster)
     local = 2,     ///< the in-process `local_mutex`
-    postgres = 3,  ///< reserved for the PostgreSQL backend (issue 19, not yet in this library)
+    postgres = 3,  ///< `pg_mutex` (a value of the lock table's sequence `corolock_lock_tokens`)
     zookeeper = 4, ///< `zk_mutex`, `zk_shared_mutex` (the lock node's `czxid`)
 };
 

@@ -207,6 +207,9 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
+        // min() marks a negative wait inside: a deadline of min() is merely past.
+        if (deadline == clock::time_point::min())
+            deadline += duration(1);
         return initiate(deadline, false, std::forward<CompletionToken>(token));
     }
 

@@ -181,7 +181,9 @@ public:
     /// Errors: as async_acquire, plus `invalid_wait` when `wait` is negative (before anything is
     /// sent), and when `wait` passed first: `acquire_timeout` if the lock was seen held,
     /// `server_timeout` if no attempt was ever answered and no other lock script was answered
-    /// meanwhile (the server is slow, stalled or unreachable).
+    /// meanwhile (the server is slow, stalled or unreachable). A zero wait makes one attempt,
+    /// its reply waited for as a try's (`mutex_options::try_timeout`): the lock if it is free,
+    /// else `acquire_timeout`.
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
@@ -195,11 +197,14 @@ public:
     /// Object lifetimes: as async_acquire.
     /// Executor: as async_acquire.
     /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire_for (a deadline already past still makes one attempt, whose
-    /// reply cannot come in time: `server_timeout`).
+    /// Errors: as async_acquire_for (a deadline already past, `time_point::min()` included, is a
+    /// zero wait: one attempt, the lock if it is free, else `acquire_timeout`).
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
+        // min() marks a negative wait inside: a deadline of min() is merely past.
+        if (deadline == clock::time_point::min())
+            deadline += duration(1);
         return initiate(deadline, false, std::forward<CompletionToken>(token));
     }
 

@@ -52,6 +52,23 @@ struct pg_mutex_options {
     std::chrono::steady_clock::duration retry_max = std::chrono::seconds(2);
 };
 
+/// Policy of the transactions run through one `pg_xact_mutex`. Checked before anything is sent
+/// (`invalid_argument`).
+struct pg_xact_options {
+    /// The longest one attempt waits inside the server for the lock (its `lock_timeout`), at
+    /// least 1 ms. The connection is a pipeline: while an attempt waits, every statement queued
+    /// behind it on the same connection waits too (renewals of `pg_mutex` leases included). Keep
+    /// it short on a shared connection; on a connection of its own, set it to the longest wait
+    /// (the server then hands the lock over at once, in arrival order).
+    std::chrono::steady_clock::duration attempt_wait = std::chrono::milliseconds(2);
+    /// Fallback back-off between attempts when no release notification arrives: exponential
+    /// from retry_base (at least 1 ms) to retry_max (at least retry_base), full jitter, capped by
+    /// the wait deadline.
+    std::chrono::steady_clock::duration retry_base = std::chrono::milliseconds(5);
+    /// The longest fallback back-off (see `retry_base`).
+    std::chrono::steady_clock::duration retry_max = std::chrono::milliseconds(500);
+};
+
 } // namespace corolock
 
 #endif

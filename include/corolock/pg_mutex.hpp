@@ -2,12 +2,15 @@
 #ifndef COROLOCK_PG_MUTEX_HPP
 #define COROLOCK_PG_MUTEX_HPP
 
+#include <corolock/capabilities.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
+#include <corolock/fencing_token.hpp>
 #include <corolock/pg_config.hpp>
 #include <corolock/pg_connection.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 
@@ -67,8 +70,9 @@ public:
     clock::time_point valid_until() const noexcept;
     /// The watchdog reported this lease lost (why: `async_wait_lost`).
     bool lost() const noexcept;
-    /// The fencing token of this acquisition (0 when empty).
-    std::uint64_t token() const noexcept;
+    /// The fencing token of this acquisition, tagged `lock_backend::postgres` (value 0 when
+    /// empty): a value of the table's sequence, larger than every earlier grant's of any name.
+    fencing_token token() const noexcept;
     /// The lock name (empty when empty).
     const std::string& name() const noexcept;
     /// 32 hex digits from a CSPRNG, unique to this acquisition (empty when empty).
@@ -177,8 +181,8 @@ public:
     explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
-    /// The lease's fencing token (0 when empty).
-    std::uint64_t token() const noexcept;
+    /// The lease's fencing token (value 0 when empty).
+    fencing_token token() const noexcept;
     /// Ends this hold now without waiting (the destructor does the same). If it was the last
     /// share of the lease, the release goes out in the background.
     void reset() noexcept;
@@ -225,10 +229,26 @@ private:
 /// acquires (`operation_aborted`); leases already given out live on.
 class COROLOCK_DECL pg_mutex {
 public:
+    /// The executor of the connection.
+    using executor_type = boost::asio::any_io_executor;
     /// The clock of deadlines and leases.
     using clock = std::chrono::steady_clock;
     /// Durations of waits and leases.
     using duration = clock::duration;
+    /// What an acquisition gives.
+    using lease_type = pg_lease;
+    /// Tokens from a sequence (a total order, no clock assumption); a holder knows its loss by
+    /// `valid_until()`; an owner per acquisition (its row's owner id). A grant survives a
+    /// failover only with a synchronous standby (`synchronous_commit = remote_apply`), which is
+    /// the server's configuration, not the library's: generic code cannot rely on it, so the
+    /// constant says no (doc/postgres.md, "Deployment").
+    static constexpr lock_capabilities capabilities{
+        .backend = lock_backend::postgres,
+        .fencing = fencing_kind::total_order,
+        .grant_survives_failover = false,
+        .loss_detected_in_bounded_time = true,
+        .owner = lock_owner::acquisition,
+    };
 
     /// No I/O. Invalid arguments are reported by the first acquire.
     pg_mutex(pg_connection& conn, std::string name, pg_mutex_options opts = {});
@@ -236,6 +256,8 @@ public:
     pg_mutex(const pg_mutex&) = delete;
     pg_mutex& operator=(const pg_mutex&) = delete;
 
+    /// The connection's executor.
+    executor_type get_executor() const noexcept;
     /// The lock's name.
     const std::string& name() const noexcept;
     /// The options given to the constructor.

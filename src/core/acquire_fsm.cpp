@@ -115,7 +115,7 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
     case kind::held:
         seen_held_ = true;
         if (p_.once)
-            return finish({});
+            return finish(p_.held_is_timeout ? error_code(error::acquire_timeout) : error_code());
         return wait(now, r.holder_ttl, head, woken, rng);
     }
     return {};

@@ -23,6 +23,9 @@ struct acquire_params {
     // `server_timeout`.
     clock::time_point deadline = clock::time_point::max();
     bool once = false; // try: one attempt, never queue
+    // With `once`: a "held" reply completes with `acquire_timeout` (a wait that was already
+    // over when it began: a zero wait, a deadline past) instead of an empty lease (a try).
+    bool held_is_timeout = false;
     clock::duration lease{};
     clock::duration drift{}; // subtracted from the lease: clock rate error and the reply's trip
     clock::duration retry_base{};

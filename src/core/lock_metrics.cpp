@@ -76,6 +76,16 @@ void observe(duration_histogram& h, std::chrono::nanoseconds d) noexcept {
     h.sum += d;
 }
 
+void add_to(named_lock_stats& into, const named_lock_stats& from) noexcept {
+    for (std::size_t i = 0; i < into.acquires.size(); ++i)
+        into.acquires[i] += from.acquires[i];
+    into.leases_lost += from.leases_lost;
+    for (std::size_t b = 0; b < into.hold.buckets.size(); ++b)
+        into.hold.buckets[b] += from.hold.buckets[b];
+    into.hold.count += from.hold.count;
+    into.hold.sum += from.hold.sum;
+}
+
 } // namespace
 
 void named_metrics::configure(std::size_t max, std::string overflow_name) {
@@ -83,6 +93,15 @@ void named_metrics::configure(std::size_t max, std::string overflow_name) {
     max_ = max;
     overflow_name_ = std::move(overflow_name);
     overflow_.name = overflow_name_;
+    // A name already counted on its own that becomes the overflow's: one series, not two.
+    if (auto it = index_.find(overflow_name_); it != index_.end()) {
+        add_to(overflow_, entries_[it->second]);
+        overflowed_ = true;
+        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(it->second));
+        index_.clear();
+        for (std::size_t i = 0; i < entries_.size(); ++i)
+            index_.emplace(entries_[i].name, i);
+    }
     on_.store(max > 0, std::memory_order_relaxed);
 }
 

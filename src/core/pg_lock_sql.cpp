@@ -60,6 +60,19 @@ RETURNING l.owner)sql";
 
 const std::string_view fence = "SELECT corolock_fence($1, $2, $3::bigint)";
 
+// set_config(..., true) lasts until the transaction ends, as SET LOCAL does, and needs no
+// explicit transaction block (the pipeline entry is an implicit one).
+const std::string_view xact_begin =
+    "SELECT set_config('corolock.lock_timeout', current_setting('lock_timeout'), true), "
+    "set_config('lock_timeout', $1, true)";
+
+const std::string_view xact_lock = "SELECT pg_advisory_xact_lock($1::bigint)";
+
+const std::string_view xact_locked =
+    "SELECT set_config('lock_timeout', current_setting('corolock.lock_timeout'), true)";
+
+const std::string_view xact_notify = "SELECT pg_notify('corolock_xact_release', $1)";
+
 namespace {
 
 // Valid UTF-8 (no overlong forms, no surrogates, at most U+10FFFF), as PostgreSQL's UTF8
@@ -104,6 +117,11 @@ bool valid_utf8(std::string_view s) noexcept {
 using std::chrono::steady_clock;
 constexpr steady_clock::duration max_duration = std::chrono::hours(24 * 365);
 
+// A fallback back-off's bounds: base at least 1 ms, cap between base and a year.
+bool valid_retry(steady_clock::duration base, steady_clock::duration cap) noexcept {
+    return base >= std::chrono::milliseconds(1) && cap >= base && cap <= max_duration;
+}
+
 } // namespace
 
 error_code check_name(std::string_view name) noexcept {
@@ -118,10 +136,34 @@ error_code check_options(const pg_mutex_options& o) noexcept {
         return error::invalid_lease;
     if (o.max_hold < steady_clock::duration::zero() || o.max_hold > max_duration)
         return error::invalid_argument;
-    if (o.retry_base < std::chrono::milliseconds(1) || o.retry_max < o.retry_base ||
-        o.retry_max > max_duration)
+    if (!valid_retry(o.retry_base, o.retry_max))
         return error::invalid_argument;
     return {};
+}
+
+std::int64_t xact_key(std::string_view name) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325u;
+    for (char c : name) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 0x100000001b3u;
+    }
+    return static_cast<std::int64_t>(h);
+}
+
+error_code check_xact_options(const pg_xact_options& o) noexcept {
+    if (o.attempt_wait < std::chrono::milliseconds(1) || o.attempt_wait > max_duration)
+        return error::invalid_argument;
+    if (!valid_retry(o.retry_base, o.retry_max))
+        return error::invalid_argument;
+    return {};
+}
+
+xact_outcome decide_xact(error_code ec, std::string_view lock_sqlstate) noexcept {
+    if (!ec)
+        return xact_outcome::committed;
+    if (ec == error::server_error && lock_sqlstate == lock_timeout_sqlstate)
+        return xact_outcome::busy;
+    return xact_outcome::failed;
 }
 
 std::string to_ms(steady_clock::duration d) {

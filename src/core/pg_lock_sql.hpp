@@ -13,7 +13,8 @@
 
 namespace corolock {
 struct pg_mutex_options;
-}
+struct pg_xact_options;
+} // namespace corolock
 
 namespace corolock::detail::pg_sql {
 
@@ -42,6 +43,39 @@ extern const std::string_view renew;
 // $1 name, $2 owner, $3 token: nothing if the lease is current (it then holds the row until the
 // transaction ends), else raises fence_sqlstate.
 extern const std::string_view fence;
+
+// The locked transaction (pg_xact_mutex): its queries before the caller's, in one pipeline entry
+// (one implicit transaction up to its sync point), and the one after them.
+// $1 lock_timeout in ms: saves the session's lock_timeout, then bounds the lock's wait.
+extern const std::string_view xact_begin;
+// $1 the key (bigint): the transaction-scoped advisory lock; fails with lock_timeout_sqlstate
+// when the wait ran out.
+extern const std::string_view xact_lock;
+// No parameters: gives the caller's queries the session's own lock_timeout back.
+extern const std::string_view xact_locked;
+// $1 name: the release announcement, delivered at commit (or sent alone after a rollback).
+extern const std::string_view xact_notify;
+// How many of corolock's queries come before the caller's, and where the lock is among them.
+inline constexpr std::size_t xact_prefix = 3;
+inline constexpr std::size_t xact_lock_index = 1;
+// The channel of xact_notify.
+inline constexpr std::string_view xact_channel = "corolock_xact_release";
+// The SQLSTATE of a lock wait that ran out of lock_timeout (lock_not_available).
+inline constexpr std::string_view lock_timeout_sqlstate = "55P03";
+
+// The advisory lock key of a name: FNV-1a (64 bits) of its bytes, read as a signed bigint.
+std::int64_t xact_key(std::string_view name) noexcept;
+// A pg_xact_mutex's options: invalid_argument when out of range.
+error_code check_xact_options(const pg_xact_options& o) noexcept;
+
+// What one attempt of a locked transaction came to.
+enum class xact_outcome {
+    committed, // every query ran and the sync committed
+    busy,      // the lock's wait ran out: nothing of the caller's ran, nothing is held
+    failed     // another error: rolled back (or, for connection_lost, unknown)
+};
+// From the statement's error and the lock query's SQLSTATE ("" when it did not fail).
+xact_outcome decide_xact(error_code ec, std::string_view lock_sqlstate) noexcept;
 
 // A lock name: 1 to max_name_bytes bytes of valid UTF-8 without NUL (PostgreSQL text cannot hold
 // one). invalid_name otherwise.

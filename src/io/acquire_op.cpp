@@ -178,15 +178,21 @@ void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point de
                                                         refusal_reason(spec, ec) + ")");
         return deliver(std::move(h), spec.io.executor(), ec, lease{});
     }
+    // A wait already over when it begins (a zero wait, a deadline past) is one attempt, as a
+    // try, its reply waited for at most `try_timeout`: the lock if it is free, else
+    // `acquire_timeout`. Racing the attempt against a deadline already past would make the
+    // outcome depend on whether the reply or the timer is seen first.
+    const bool no_wait = !once && deadline <= clock::now();
     acquire_params p;
-    p.deadline = once ? deadline_in(spec.opts.try_timeout) : deadline;
-    p.once = once;
+    p.deadline = once || no_wait ? deadline_in(spec.opts.try_timeout) : deadline;
+    p.once = once || no_wait;
+    p.held_is_timeout = no_wait;
     p.lease = spec.opts.lease;
     p.drift = spec.drift;
     p.retry_base = spec.opts.retry_base;
     p.retry_max = spec.opts.retry_max;
     p.replicas = spec.opts.replica_sync.replicas;
-    p.leaves_record = spec.leaves_record() && !once; // a try records no intent
+    p.leaves_record = spec.leaves_record() && !p.once; // a try records no intent
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<acquire_op>(core, p, std::move(h), units, std::move(own));
     auto& strand = spec.io.strand();

@@ -60,6 +60,55 @@ void post_to(Handler h, const asio::any_io_executor& fallback, Args... args) {
     deliver(std::move(h), fallback, std::move(args)...);
 }
 
+template <class Op>
+using waiters_of = std::multimap<std::string, std::weak_ptr<Op>>;
+
+// One release, one attempt: the oldest live waiter of `name` on this connection tries again
+// (waking them all would send one statement each for a single grant). It stays first in line if
+// it loses the race to another client's waiter; the others keep their timers.
+template <class Op>
+void wake_oldest(waiters_of<Op>& waiting, const std::string& name) {
+    auto [b, e] = waiting.equal_range(name);
+    for (auto it = b; it != e; ++it) {
+        auto op = it->second.lock();
+        if (!op || !op->handler)
+            continue;
+        op->woken = true;
+        op->timer.cancel();
+        return;
+    }
+}
+
+template <class Op>
+void wake_all(waiters_of<Op>& waiting) {
+    for (auto& [name, w] : waiting)
+        if (auto op = w.lock()) {
+            op->woken = true;
+            op->timer.cancel();
+        }
+}
+
+// Takes `op` off its mutex's pending list and the waiters, and returns its handler (it must
+// have one).
+template <class Op>
+typename Op::handler_type unlist(Op& op, waiters_of<Op>& waiting) {
+    if (op.listed) {
+        op.core->pending.erase(op.pending_at);
+        op.listed = false;
+    }
+    auto [b, e] = waiting.equal_range(op.core->name);
+    for (auto it = b; it != e; ++it) {
+        auto p = it->second.lock();
+        if (!p || p.get() == &op) {
+            waiting.erase(it);
+            break;
+        }
+    }
+    auto h = std::move(*op.handler);
+    op.handler.reset();
+    return h;
+}
+
 } // namespace
 
 std::shared_ptr<pg_lock_service>
@@ -77,51 +126,44 @@ pg_lock_service::pg_lock_service(std::shared_ptr<pg_connection_impl> conn)
     : conn_(std::move(conn)), watchdog_(conn_->strand()), rng_(std::random_device{}()) {}
 
 pg_lock_service::~pg_lock_service() {
-    if (listener_)
-        asio::post(conn_->strand(), [c = conn_, l = listener_] { c->remove_listener(l.get()); });
+    for (auto& l : {listener_, xact_listener_})
+        if (l)
+            asio::post(conn_->strand(), [c = conn_, l] { c->remove_listener(l.get()); });
 }
 
-void pg_lock_service::ensure_listening() {
-    if (listener_)
-        return;
-    listener_ = std::make_shared<pg_listener_state>();
-    listener_->channel = std::string(pg_sql::release_channel);
-    listener_->conn = conn_;
-    listener_->sink = [w = weak_from_this()](const pg_notification& n) {
+std::shared_ptr<pg_listener_state>
+pg_lock_service::listen_to(std::string_view channel,
+                           void (pg_lock_service::*on)(const std::string&)) {
+    auto l = std::make_shared<pg_listener_state>();
+    l->channel = std::string(channel);
+    l->conn = conn_;
+    l->sink = [w = weak_from_this(), on](const pg_notification& n) {
         if (auto s = w.lock())
-            s->on_release_notice(n.payload);
+            ((*s).*on)(n.payload);
     };
-    conn_->add_listener(listener_);
+    conn_->add_listener(l);
     conn_->on_connected = [w = weak_from_this()] {
         if (auto s = w.lock())
             s->on_connected();
     };
+    return l;
+}
+
+void pg_lock_service::ensure_listening() {
+    if (!listener_)
+        listener_ = listen_to(pg_sql::release_channel, &pg_lock_service::on_release_notice);
 }
 
 void pg_lock_service::on_release_notice(const std::string& name) {
-    // One release, one attempt: the oldest live waiter of the name on this connection tries
-    // again (waking them all would send one write each for a single grant). It stays first
-    // in line if it loses the race to another client's waiter; the others keep their timers.
-    auto [b, e] = waiting_.equal_range(name);
-    for (auto it = b; it != e; ++it) {
-        auto op = it->second.lock();
-        if (!op || !op->handler)
-            continue;
-        op->woken = true;
-        op->timer.cancel();
-        return;
-    }
+    wake_oldest(waiting_, name);
 }
 
 void pg_lock_service::on_connected() {
     // Releases announced while the connection was down were not heard: every waiter tries
     // again, and every lease is renewed now (a server restarted from an old state would not
     // have it: better to hear that within a round trip).
-    for (auto& [name, w] : waiting_)
-        if (auto op = w.lock()) {
-            op->woken = true;
-            op->timer.cancel();
-        }
+    wake_all(waiting_);
+    wake_all(xact_waiting_);
     table_.renew_all_now(clock::now());
     reschedule();
 }
@@ -147,23 +189,8 @@ void pg_lock_service::cancel_acquire(const std::shared_ptr<pg_acquire_op>& op) {
 }
 
 void pg_lock_service::finish(pg_acquire_op& op, error_code ec, pg_lease l) {
-    if (!op.handler)
-        return;
-    if (op.listed) {
-        op.core->pending.erase(op.pending_at);
-        op.listed = false;
-    }
-    auto [b, e] = waiting_.equal_range(op.core->name);
-    for (auto it = b; it != e; ++it) {
-        auto p = it->second.lock();
-        if (!p || p.get() == &op) {
-            waiting_.erase(it);
-            break;
-        }
-    }
-    auto h = std::move(*op.handler);
-    op.handler.reset();
-    deliver(std::move(h), conn_->get_executor(), ec, std::move(l));
+    if (op.handler)
+        deliver(unlist(op, waiting_), conn_->get_executor(), ec, std::move(l));
 }
 
 asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_op> op) {
@@ -245,6 +272,111 @@ asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_o
             co_return;
         if (!op->woken && clock::now() >= op->deadline)
             co_return finish(*op, error::acquire_timeout, {});
+    }
+}
+
+// ---- locked transactions (pg_xact_mutex)
+
+namespace {
+
+// The attempt's pipeline entry: lock_timeout bounded, the lock, the session's lock_timeout back,
+// the caller's queries, the release announcement (delivered at commit only).
+std::vector<pg_query> xact_queries(const pg_xact_core& c, const std::string& lock_ms,
+                                   const std::vector<pg_query>& user) {
+    std::vector<pg_query> qs;
+    qs.reserve(user.size() + pg_sql::xact_prefix + 1);
+    qs.push_back(pg_query{std::string(pg_sql::xact_begin), {lock_ms}});
+    qs.push_back(pg_query{std::string(pg_sql::xact_lock), {std::to_string(c.key)}});
+    qs.push_back(pg_query{std::string(pg_sql::xact_locked), {}});
+    qs.insert(qs.end(), user.begin(), user.end());
+    qs.push_back(pg_query{std::string(pg_sql::xact_notify), {c.name}});
+    return qs;
+}
+
+} // namespace
+
+void pg_lock_service::start_xact(std::shared_ptr<pg_xact_op> op) {
+    auto& c = *op->core;
+    if (c.invalid)
+        return finish_xact(*op, c.invalid);
+    if (op->deadline == clock::time_point::min())
+        return finish_xact(*op, error::invalid_wait);
+    op->pending_at = c.pending.insert(c.pending.end(), op);
+    op->listed = true;
+    xact_waiting_.emplace(c.name, op);
+    if (!xact_listener_)
+        xact_listener_ = listen_to(pg_sql::xact_channel, &pg_lock_service::on_xact_notice);
+    asio::co_spawn(conn_->strand(), xact_loop(std::move(op)), asio::detached);
+}
+
+void pg_lock_service::cancel_xact(const std::shared_ptr<pg_xact_op>& op) {
+    if (!op->handler)
+        return;
+    if (op->in_flight) {
+        op->cancelled = true; // its answer says whether it committed: reported as it is
+        return;
+    }
+    finish_xact(*op, asio::error::operation_aborted);
+    op->timer.cancel();
+}
+
+void pg_lock_service::finish_xact(pg_xact_op& op, error_code ec) {
+    if (op.handler)
+        deliver(unlist(op, xact_waiting_), conn_->get_executor(), ec);
+}
+
+void pg_lock_service::on_xact_notice(const std::string& name) {
+    wake_oldest(xact_waiting_, name);
+}
+
+asio::awaitable<void> pg_lock_service::xact_loop(std::shared_ptr<pg_xact_op> op) {
+    auto self = shared_from_this();
+    const auto& c = *op->core;
+    backoff wait(c.opts.retry_base, c.opts.retry_max);
+    for (;;) {
+        if (!op->handler)
+            co_return;
+        op->woken = false;
+        // The server-side wait: attempt_wait, cut to what is left of the caller's (at least
+        // 1 ms: lock_timeout 0 would mean no limit at all).
+        auto server_wait = c.opts.attempt_wait;
+        if (op->deadline != clock::time_point::max())
+            server_wait =
+                std::clamp<clock::duration>(op->deadline - clock::now(), 1ms, server_wait);
+        op->in_flight = true;
+        auto [ec, results] = co_await async_statement(
+            *conn_, xact_queries(c, pg_sql::to_ms(server_wait), op->queries),
+            asio::as_tuple(asio::use_awaitable));
+        op->in_flight = false;
+        const bool answered = results.size() == op->queries.size() + pg_sql::xact_prefix + 1;
+        const auto outcome = pg_sql::decide_xact(
+            ec, answered ? std::string_view(results[pg_sql::xact_lock_index].sqlstate()) : "");
+        if (outcome != pg_sql::xact_outcome::busy) {
+            if (answered) {
+                const auto& lock = results[pg_sql::xact_lock_index];
+                if (ec && !lock.command_status().empty() && lock.error_message().empty())
+                    // Held, then rolled back: no NOTIFY went out with a commit.
+                    conn_->submit(make_statement(one_query(pg_sql::xact_notify, {c.name}),
+                                                 [](error_code, pg_statement&) {}));
+                op->results->assign(std::make_move_iterator(results.begin() + pg_sql::xact_prefix),
+                                    std::make_move_iterator(results.end() - 1));
+            }
+            co_return finish_xact(*op, ec);
+        }
+        if (op->cancelled)
+            co_return finish_xact(*op, asio::error::operation_aborted);
+        const auto now = clock::now();
+        if (now >= op->deadline)
+            co_return finish_xact(*op, error::acquire_timeout);
+        if (op->woken)
+            continue; // released while the attempt was on its way
+        const auto pause = wait.next(rng_);
+        op->timer.expires_at(op->deadline - now > pause ? now + pause : op->deadline);
+        co_await op->timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (!op->handler)
+            co_return;
+        if (!op->woken && clock::now() >= op->deadline)
+            co_return finish_xact(*op, error::acquire_timeout);
     }
 }
 

@@ -11,7 +11,10 @@
 #include "io/owner_id.hpp"
 #include "io/pg_connection_impl.hpp"
 #include <corolock/pg_mutex.hpp>
+#include <corolock/pg_xact_mutex.hpp>
 
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -26,6 +29,7 @@ namespace corolock::detail {
 
 class pg_lock_service;
 struct pg_acquire_op;
+struct pg_xact_op;
 
 struct pg_lease_state {
     using clock = std::chrono::steady_clock;
@@ -57,25 +61,50 @@ struct pg_mutex_core {
     std::list<std::weak_ptr<pg_acquire_op>> pending; // on the strand
 };
 
-// One acquire in progress: its handler, its timer, and what cancellation found.
-struct pg_acquire_op {
+// What every operation of a lock layer that waits has (`Self`: the operation's type): its
+// mutex's core, its handler (empty once completed), its timer between attempts, its deadline,
+// and its place in the core's pending list.
+template <class Self, class Core, class Signature>
+struct pg_op_base {
     using clock = std::chrono::steady_clock;
-    using handler_type = boost::asio::any_completion_handler<void(error_code, pg_lease)>;
+    using handler_type = boost::asio::any_completion_handler<Signature>;
 
-    pg_acquire_op(std::shared_ptr<pg_mutex_core> c, handler_type h,
-                  const pg_connection_impl::strand_type& s)
+    pg_op_base(std::shared_ptr<Core> c, handler_type h, const pg_connection_impl::strand_type& s)
         : core(std::move(c)), handler(std::move(h)), timer(s) {}
 
-    std::shared_ptr<pg_mutex_core> core;
+    std::shared_ptr<Core> core;
     std::optional<handler_type> handler;
     boost::asio::steady_timer timer;
     clock::time_point deadline = clock::time_point::max();
-    bool once = false;
-    owner_id owner{};       // of the current attempt; a new one after an unknown outcome
     bool in_flight = false; // an attempt is on the connection
     bool woken = false;     // a release notification came while it waited or was in flight
-    std::list<std::weak_ptr<pg_acquire_op>>::iterator pending_at; // valid while `listed`
+    typename std::list<std::weak_ptr<Self>>::iterator pending_at; // valid while `listed`
     bool listed = false;
+};
+
+// One acquire in progress.
+struct pg_acquire_op : pg_op_base<pg_acquire_op, pg_mutex_core, void(error_code, pg_lease)> {
+    using pg_op_base::pg_op_base;
+    bool once = false;
+    owner_id owner{}; // of the current attempt; a new one after an unknown outcome
+};
+
+// What pg_xact_mutex shares with its transactions.
+struct pg_xact_core {
+    std::shared_ptr<pg_lock_service> service;
+    std::string name;
+    std::int64_t key = 0;
+    pg_xact_options opts;
+    error_code invalid; // the name's or the options' fault, found at construction
+    std::list<std::weak_ptr<pg_xact_op>> pending; // on the strand
+};
+
+// One locked transaction in progress.
+struct pg_xact_op : pg_op_base<pg_xact_op, pg_xact_core, void(error_code)> {
+    using pg_op_base::pg_op_base;
+    std::vector<pg_query> queries; // the caller's
+    std::vector<pg_result>* results = nullptr;
+    bool cancelled = false; // while in flight: complete with the attempt's outcome, no retry
 };
 
 struct pg_lease_access {
@@ -111,8 +140,17 @@ public:
     // An owner-checked delete of an attempt that may have taken the lock (fire and forget).
     void undo(const std::string& name, const owner_id& owner);
 
+    // Locked transactions (pg_xact_mutex).
+    void start_xact(std::shared_ptr<pg_xact_op> op);
+    void cancel_xact(const std::shared_ptr<pg_xact_op>& op);
+
 private:
     boost::asio::awaitable<void> acquire_loop(std::shared_ptr<pg_acquire_op> op);
+    boost::asio::awaitable<void> xact_loop(std::shared_ptr<pg_xact_op> op);
+    void finish_xact(pg_xact_op& op, error_code ec);
+    void on_xact_notice(const std::string& name);
+    std::shared_ptr<pg_listener_state> listen_to(std::string_view channel,
+                                                 void (pg_lock_service::*on)(const std::string&));
     void release(std::shared_ptr<pg_lease_state> s, pg_lease_state::handler_type h);
     void abandon(std::shared_ptr<pg_lease_state> s);
     void ensure_listening();
@@ -130,9 +168,53 @@ private:
     boost::asio::steady_timer watchdog_;
     std::unordered_map<lease_watch*, std::shared_ptr<pg_lease_state>> held_;
     std::multimap<std::string, std::weak_ptr<pg_acquire_op>> waiting_;
+    std::multimap<std::string, std::weak_ptr<pg_xact_op>> xact_waiting_;
     std::shared_ptr<pg_listener_state> listener_;
+    std::shared_ptr<pg_listener_state> xact_listener_;
     std::minstd_rand rng_;
 };
+
+// What pg_mutex and pg_xact_mutex share around their operations (`Op`: pg_acquire_op or
+// pg_xact_op, listed in their core's `pending`).
+
+// `wait` from now, saturated at time_point::max().
+inline std::chrono::steady_clock::time_point
+deadline_after(std::chrono::steady_clock::duration wait) noexcept {
+    const auto now = std::chrono::steady_clock::now();
+    return wait >= std::chrono::steady_clock::time_point::max() - now
+               ? std::chrono::steady_clock::time_point::max()
+               : now + wait;
+}
+
+// Cancels, on the strand, every operation still pending on `core` with `cancel`.
+template <class Op, class Core>
+void cancel_pending(const std::shared_ptr<Core>& core,
+                    void (pg_lock_service::*cancel)(const std::shared_ptr<Op>&)) {
+    auto svc = core->service;
+    boost::asio::post(svc->conn().strand(), [svc, core, cancel] {
+        std::vector<std::shared_ptr<Op>> ops;
+        for (auto& w : core->pending)
+            if (auto op = w.lock())
+                ops.push_back(std::move(op));
+        for (auto& op : ops)
+            ((*svc).*cancel)(op);
+    });
+}
+
+// Ties a handler's cancellation slot to `cancel(op)` on the strand (nothing if `op` is gone).
+template <class Op, class Slot>
+void cancel_on_signal(Slot slot, const std::shared_ptr<pg_lock_service>& svc,
+                      const std::shared_ptr<Op>& op,
+                      void (pg_lock_service::*cancel)(const std::shared_ptr<Op>&)) {
+    if (!slot.is_connected())
+        return;
+    slot.assign([svc, w = std::weak_ptr<Op>(op), cancel](boost::asio::cancellation_type_t) {
+        boost::asio::post(svc->conn().strand(), [svc, w, cancel] {
+            if (auto op = w.lock())
+                ((*svc).*cancel)(op);
+        });
+    });
+}
 
 } // namespace corolock::detail
 

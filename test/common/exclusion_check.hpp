@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The exclusion checker, written once against the lock concept (include/corolock/
 // lock_concepts.hpp) and run over every backend: unit/local_mutex.cpp (in-process),
-// integration/lock_concept.cpp (Redis).
+// integration/lock_concept.cpp (Redis), zookeeper/zk_mutex.cpp, postgres/pg_mutex.cpp.
 #ifndef COROLOCK_TEST_COMMON_EXCLUSION_CHECK_HPP
 #define COROLOCK_TEST_COMMON_EXCLUSION_CHECK_HPP
 

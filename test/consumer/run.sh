@@ -10,7 +10,9 @@
 #      against corolock-postgres / corolock-zookeeper when they are installed;
 #   4. add_subdirectory (static, no build type: the parent's cache must stay empty, and the
 #      parent's install must not install corolock);
-#   5. FetchContent from a tarball of the checkout (shared, MinSizeRel).
+#   5. FetchContent from a tarball of the checkout (shared, MinSizeRel);
+#   6. the HTTP example (example/http_flash_sale) configured and built on its own against the
+#      static prefix, as a user would copy it, and asked for its health against the server.
 # Usage: test/consumer/run.sh (JOBS, CXX, TMPDIR and COROLOCK_STATIC_BUILD are honoured). Exits non-zero on a failure.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -198,5 +200,32 @@ consume "$work/fetchcontent" -DCOROLOCK_CONSUME=fetchcontent -DCOROLOCK_SOURCE="
 "$work/fetchcontent/consumer" "$REDIS_PORT"
 ldd "$work/fetchcontent/consumer" | grep "libcorolock\.so\.[0-9]" >/dev/null ||
     fail "the FetchContent consumer is not linked to the shared library"
+
+log "the HTTP example, standalone, against the static install"
+cmake -S example/http_flash_sale -B "$work/http" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_PREFIX_PATH="$work/static" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
+cmake --build "$work/http" -j"$jobs"
+http_out=$work/http/server.out
+"$work/http/corolock_http_flash_sale" --redis "redis://127.0.0.1:$REDIS_PORT" --listen 0 \
+    >"$http_out" 2>&1 &
+http_pid=$!
+on_exit "kill -KILL $http_pid 2>/dev/null || true"
+http_port=
+for ((i = 0; i < 200; i++)); do
+    http_port=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$http_out")
+    [[ -n $http_port ]] && break
+    sleep 0.05
+done
+[[ -n $http_port ]] || fail "the standalone HTTP example did not start: $(cat "$http_out")"
+health=
+for ((i = 0; i < 100; i++)); do # until its connection is up
+    health=$(curl -s "http://127.0.0.1:$http_port/healthz" || true)
+    [[ $health == *'"status":"ok"'* ]] && break
+    sleep 0.05
+done
+[[ $health == *'"status":"ok"'* ]] || fail "the standalone HTTP example's /healthz said '$health'"
+kill -TERM "$http_pid"
+wait "$http_pid" || fail "the standalone HTTP example did not stop cleanly on SIGTERM"
 
 log "consumer test passed"

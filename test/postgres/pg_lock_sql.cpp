@@ -2,6 +2,7 @@
 #include "core/pg_lock_sql.hpp"
 
 #include <corolock/pg_config.hpp>
+#include <corolock/pg_xact_mutex.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -74,6 +75,39 @@ BOOST_AUTO_TEST_CASE(acquire_replies) {
     BOOST_TEST(sql::decode_acquire(1, "0", std::nullopt, r) == error::unexpected_reply);
     BOOST_TEST(sql::decode_acquire(1, std::nullopt, std::nullopt, r) == error::unexpected_reply);
     BOOST_TEST(sql::decode_acquire(1, "3", "4", r) == error::unexpected_reply);
+}
+
+// The advisory lock key is FNV-1a 64 of the name's bytes (published test vectors), as a bigint.
+BOOST_AUTO_TEST_CASE(xact_key_is_fnv1a_64) {
+    BOOST_TEST(sql::xact_key("") == static_cast<std::int64_t>(0xcbf29ce484222325u));
+    BOOST_TEST(sql::xact_key("a") == static_cast<std::int64_t>(0xaf63dc4c8601ec8cu));
+    BOOST_TEST(sql::xact_key("foobar") == static_cast<std::int64_t>(0x85944171f73967e8u));
+    BOOST_TEST(sql::xact_key("orders:1") != sql::xact_key("orders:2"));
+}
+
+BOOST_AUTO_TEST_CASE(xact_options) {
+    corolock::pg_xact_options o;
+    BOOST_TEST(!sql::check_xact_options(o));
+    o.attempt_wait = 0ms;
+    BOOST_TEST(sql::check_xact_options(o) == error::invalid_argument);
+    o = {};
+    o.retry_base = 0ms;
+    BOOST_TEST(sql::check_xact_options(o) == error::invalid_argument);
+    o = {};
+    o.retry_max = o.retry_base - 1ms;
+    BOOST_TEST(sql::check_xact_options(o) == error::invalid_argument);
+}
+
+// Only the lock's own lock_timeout failure means "busy, try again": the same SQLSTATE from a
+// caller's query, or any other failure, ends the transaction.
+BOOST_AUTO_TEST_CASE(xact_outcomes) {
+    using sql::xact_outcome;
+    BOOST_TEST((sql::decide_xact({}, "") == xact_outcome::committed));
+    BOOST_TEST((sql::decide_xact(error::server_error, "55P03") == xact_outcome::busy));
+    BOOST_TEST((sql::decide_xact(error::server_error, "") == xact_outcome::failed));
+    BOOST_TEST((sql::decide_xact(error::server_error, "40P01") == xact_outcome::failed));
+    BOOST_TEST((sql::decide_xact(error::connection_lost, "") == xact_outcome::failed));
+    BOOST_TEST((sql::decide_xact(error::readonly, "") == xact_outcome::failed));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

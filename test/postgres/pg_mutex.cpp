@@ -1,9 +1,11 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "common/child_process.hpp"
 #include "common/coro_test.hpp"
+#include "common/exclusion_check.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
 #include <corolock/pg_mutex.hpp>
+#include <corolock/with_lock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -12,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <array>
@@ -43,6 +46,11 @@ using namespace std::chrono_literals;
 namespace {
 
 using mutex = corolock::pg_mutex;
+
+// The generic code (with_lock, the exclusion checker) takes pg_mutex through the concept.
+static_assert(corolock::lock_handle<mutex>);
+static_assert(mutex::capabilities.backend == corolock::lock_backend::postgres);
+static_assert(mutex::capabilities.fencing == corolock::fencing_kind::total_order);
 
 pg_mutex_options lease_of(clock_type::duration d) {
     pg_mutex_options o;
@@ -83,7 +91,7 @@ struct fixture {
 // short pause, a fenced update of the exit time. Exclusion holds when no two rows' intervals
 // overlap and tokens grow with entry times.
 awaitable<bool> critical_section(pg_lease& l) {
-    const auto token = std::to_string(l.token());
+    const auto token = std::to_string(l.token().value());
     const auto pid = std::to_string(::getpid());
     std::array<pg_param, 2> in{token, pid};
     pg_result r;
@@ -268,7 +276,7 @@ BOOST_FIXTURE_TEST_CASE(a_fenced_write_needs_the_current_token, fixture) {
         fixed.watchdog = false;
         mutex m(conn, "fenced", fixed);
         auto l = co_await m.async_acquire();
-        const auto token = std::to_string(l.token());
+        const auto token = std::to_string(l.token().value());
         std::array<pg_param, 1> ok{token};
         pg_result r;
         auto [e1] = co_await l.async_fenced_query(
@@ -630,6 +638,56 @@ BOOST_AUTO_TEST_CASE(a_grant_survives_failover_to_a_synchronous_standby) {
         60s);
     for (const auto& line : log.lines) // the failover as the clients saw it
         BOOST_TEST_MESSAGE(line);
+}
+
+// The exclusion checker written once against the concept (test/common/exclusion_check.hpp), over
+// two connections, then with_lock and with_lock_for through the concept.
+BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_and_with_lock_over_postgres, fixture) {
+    corolock::test::pg_clients c(ioc, {config(), config()});
+    auto &a = c[0], &b = c[1];
+    run([&]() -> awaitable<void> {
+        mutex ma(a, "concept", lease_of(5s)), mb(b, "concept", lease_of(5s));
+        mutex* const handles[] = {&ma, &mb};
+        const auto r = co_await corolock::test::check_exclusion<mutex>(
+            handles, 3, 10, []() -> awaitable<void> { co_await sleep_for(1ms); });
+        BOOST_TEST(r.exclusive(2 * 3 * 10), "postgres: " << r);
+        BOOST_TEST(rows_of("concept") == "0");
+
+        // with_lock hands the body a pg_lease and releases after it.
+        const auto token = co_await corolock::with_lock(
+            ma, [&](pg_lease& l) -> awaitable<corolock::fencing_token> {
+                BOOST_TEST(l.valid());
+                BOOST_TEST(rows_of("concept") == "1");
+                co_return l.token();
+            });
+        BOOST_TEST(token.backend() == corolock::lock_backend::postgres);
+        BOOST_TEST(token.value() > 0u);
+        BOOST_TEST(rows_of("concept") == "0");
+
+        // with_lock_for gives up on a lock held elsewhere, and the body never runs.
+        auto held = co_await mb.async_acquire();
+        bool ran = false;
+        error_code got;
+        try {
+            co_await corolock::with_lock_for(ma, 200ms, [&](pg_lease&) -> awaitable<void> {
+                ran = true;
+                co_return;
+            });
+        } catch (const boost::system::system_error& e) {
+            got = e.code();
+        }
+        BOOST_TEST(got == error::acquire_timeout, got.message());
+        BOOST_TEST(!ran);
+        co_await held.async_release();
+        // ... and runs the body once the lock is free.
+        co_await corolock::with_lock_for(ma, 5s, [&](pg_lease& l) -> awaitable<void> {
+            ran = l.valid();
+            co_return;
+        });
+        BOOST_TEST(ran);
+        BOOST_TEST(rows_of("concept") == "0");
+        c.stop();
+    }());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

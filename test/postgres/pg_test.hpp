@@ -3,7 +3,9 @@
 #ifndef COROLOCK_TEST_POSTGRES_PG_TEST_HPP
 #define COROLOCK_TEST_POSTGRES_PG_TEST_HPP
 
+#include "common/coro_test.hpp"
 #include "common/pg_process.hpp"
+#include "common/test_config.hpp"
 #include <corolock/pg_connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +15,9 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <deque>
+#include <initializer_list>
 #include <string>
 
 namespace corolock::test {
@@ -29,6 +34,38 @@ inline pg_config pg_config_for(const pg_process& srv) {
     cfg.reconnect_wait_max = 200ms;
     return cfg;
 }
+
+// What a PostgreSQL test case starts with: a throw-away server and an io_context, connection
+// settings for it, and the coroutine runner (a time limit, the io_context drained).
+struct pg_fixture {
+    pg_process srv;
+    boost::asio::io_context ioc;
+    pg_config config() const { return pg_config_for(srv); }
+    void run(boost::asio::awaitable<void> body,
+             std::chrono::steady_clock::duration limit = std::chrono::seconds(60)) {
+        run_coroutine_test(ioc, std::move(body), limit);
+    }
+};
+
+// Connections of one test, each running from construction (quiet logs); stop() cancels them all
+// (call it at the end of the test's coroutine, so that the io_context drains).
+class pg_clients {
+public:
+    pg_clients(boost::asio::io_context& ioc, std::initializer_list<pg_config> configs) {
+        for (const auto& c : configs) {
+            conns_.emplace_back(ioc.get_executor(), c, quiet());
+            conns_.back().async_run(boost::asio::detached);
+        }
+    }
+    pg_connection& operator[](std::size_t i) { return conns_[i]; }
+    void stop() {
+        for (auto& c : conns_)
+            c.cancel();
+    }
+
+private:
+    std::deque<pg_connection> conns_;
+};
 
 // A statement left running in the background (a long pg_sleep the test then interrupts): when
 // it ends, `done`, its error and the time.

@@ -133,6 +133,15 @@ BOOST_AUTO_TEST_CASE(invalid_urls_of_every_shape) {
         {"unix:relative.sock", "absolute socket path"},
         {"unix:///s?db=x", "not a database number"},
         {"unix:///s?password=p", "unknown query parameter"},
+        // Garbage after the port (Boost.URL reads it as a path with no leading '/').
+        {"redis://h:1:2", "after the host"},
+        {"redis://h:6379x5", "after the host"},
+        // A decoded NUL, '/' or ':' in a host name; a control byte in a socket path.
+        {"redis://localhost%00.example.com:1/4", "host 'localhost\\x00.example.com'"},
+        {"redis://h%2F1", "not a host name"},
+        {"redis://h%3A99", "not a host name"},
+        {"unix:///tmp/r.sock%00ignored", "'/tmp/r.sock\\x00ignored' holds a control byte"},
+        {"unix:///tmp/a%0Ab", "control byte"},
     };
     for (const auto& c : cases) {
         BOOST_TEST_CONTEXT(c.url) {

@@ -12,6 +12,7 @@
 #include <corolock/logger.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/mutex.hpp>
+#include <corolock/pg_config.hpp>
 #include <corolock/redlock.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -212,6 +213,12 @@ std::map<std::string, std::string> registry() {
     r["mutex_options.fence_ttl"] = fmt(m.lease + m.fence_retention);
     // How long a waiter's record (intent, reservation, place) outlives its last attempt.
     r["mutex_options.waiting_record_ttl"] = fmt(corolock::detail::waiting_record_ttl(m.retry_max));
+
+    // PostgreSQL (pg_config.hpp holds plain settings: no libpq, no link to corolock::postgres).
+    const corolock::pg_xact_options px;
+    r["pg_xact_options.attempt_wait"] = fmt(px.attempt_wait);
+    r["pg_xact_options.retry_base"] = fmt(px.retry_base);
+    r["pg_xact_options.retry_max"] = fmt(px.retry_max);
 
     const corolock::replica_sync rs;
     r["replica_sync.replicas"] = std::to_string(rs.replicas);

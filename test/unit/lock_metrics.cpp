@@ -302,6 +302,40 @@ BOOST_AUTO_TEST_CASE(a_lock_named_as_the_overflow_shares_its_entry) {
     BOOST_TEST(s[1].name == "(rest)");
 }
 
+// Reconfigured so that the overflow takes the name of a lock already counted on its own: one
+// entry of that name, holding both counts (two would be two series with one label set).
+BOOST_AUTO_TEST_CASE(an_overflow_renamed_onto_a_counted_name_merges_with_it) {
+    detail::named_metrics n;
+    n.configure(1, "_other");
+    n.acquired("plain", acquire_outcome::granted);
+    n.acquired("plain", acquire_outcome::granted);
+    n.acquired("past-the-bound", acquire_outcome::granted);
+    n.configure(1, "plain");
+    const auto s = n.snapshot();
+    BOOST_REQUIRE(s.size() == 1u);
+    BOOST_TEST(s[0].name == "plain");
+    BOOST_TEST(s[0].acquires[0] == 3u);
+    n.acquired("another", acquire_outcome::granted);
+    BOOST_TEST(n.snapshot().size() == 2u); // the freed place goes to a new name
+}
+
+// Lock names may be any bytes, but Prometheus refuses a scrape with a label value that is not
+// UTF-8: a byte that starts no well-formed sequence is written as the text \xNN.
+BOOST_AUTO_TEST_CASE(label_values_stay_utf8) {
+    corolock::lock_stats s;
+    corolock::named_lock_stats a;
+    a.name = std::string("bad\xff\xfe|ok\xc3\xa9|cut\xe2\x82|over\xc0\xaf|sur\xed\xa0\x80|") +
+             "\xf0\x9f\x94\x92";
+    a.acquires[0] = 1;
+    s.by_name.push_back(a);
+    std::string out;
+    corolock::write_prometheus(out, s);
+    const std::string want =
+        "lock=\"bad\\\\xff\\\\xfe|ok\xc3\xa9|cut\\\\xe2\\\\x82|over\\\\xc0\\\\xaf|"
+        "sur\\\\xed\\\\xa0\\\\x80|\xf0\x9f\x94\x92\"";
+    BOOST_TEST(out.find(want) != std::string::npos, out);
+}
+
 BOOST_AUTO_TEST_CASE(threads_lose_no_count) {
     detail::named_metrics n;
     n.configure(3, "_other");

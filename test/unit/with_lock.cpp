@@ -115,6 +115,33 @@ BOOST_FIXTURE_TEST_CASE(returns_the_body_value_and_keeps_void_bodies, lock_fixtu
     });
 }
 
+// A body may release its own lease early (the rest of its work needs no lock): that is not a
+// loss, so the body runs to its end and its value comes back.
+BOOST_FIXTURE_TEST_CASE(a_body_that_releases_early_runs_to_its_end, lock_fixture) {
+    run([&]() -> awaitable<void> {
+        bool after_release = false;
+        const int n = co_await corolock::with_lock(m, [&](local_lease& l) -> awaitable<int> {
+            co_await l.async_release(asio::use_awaitable);
+            co_await yield_a_few(); // the lease's wait has completed by now
+            after_release = true;
+            co_return 42;
+        });
+        BOOST_TEST(n == 42);
+        BOOST_TEST(after_release);
+        BOOST_TEST(co_await free_now());
+        // The same for a void body and for a body that moves the lease out.
+        bool ran = false;
+        co_await corolock::with_lock(m, [&](local_lease& l) -> awaitable<void> {
+            local_lease mine = std::move(l);
+            co_await mine.async_release(asio::use_awaitable);
+            co_await yield_a_few();
+            ran = true;
+        });
+        BOOST_TEST(ran);
+        BOOST_TEST(co_await free_now());
+    });
+}
+
 BOOST_FIXTURE_TEST_CASE(a_throwing_body_is_rethrown_after_the_release, lock_fixture) {
     run([&]() -> awaitable<void> {
         bool caught = false;

@@ -103,6 +103,41 @@ BOOST_FIXTURE_TEST_CASE(acquire_for_times_out, fixture) {
     });
 }
 
+// A wait already over when it begins (zero, a deadline past, time_point::min()) is one attempt:
+// the lock if it is free, else acquire_timeout; never a race between the reply and a deadline
+// that has passed (before, the outcome on a free lock depended on which was seen first).
+BOOST_FIXTURE_TEST_CASE(a_zero_wait_is_one_attempt, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:zero-wait"), other(peer, "lock:zero-wait");
+        const auto past = clock_type::now() - 1s;
+        for (int i = 0; i < 20; ++i) {
+            auto [e1, l1] = co_await m.async_acquire_for(0ms, tuple_deferred);
+            BOOST_TEST(!e1, e1.message());
+            BOOST_TEST(l1.owns());
+            co_await l1.async_release();
+            auto [e2, l2] = co_await m.async_acquire_until(past, tuple_deferred);
+            BOOST_TEST(!e2, e2.message());
+            BOOST_TEST(l2.owns());
+            co_await l2.async_release();
+            auto [e3, l3] =
+                co_await m.async_acquire_until(clock_type::time_point::min(), tuple_deferred);
+            BOOST_TEST(!e3, e3.message()); // min() is a past deadline, not a negative wait
+            BOOST_TEST(l3.owns());
+            co_await l3.async_release();
+        }
+        lease held = co_await other.async_acquire();
+        for (int i = 0; i < 5; ++i) {
+            auto [e1, l1] = co_await m.async_acquire_for(0ms, tuple_deferred);
+            BOOST_TEST(e1 == error::acquire_timeout);
+            BOOST_TEST(!l1.owns());
+            auto [e2, l2] = co_await m.async_acquire_until(past, tuple_deferred);
+            BOOST_TEST(e2 == error::acquire_timeout);
+            BOOST_TEST(!l2.owns());
+        }
+        co_await held.async_release();
+    });
+}
+
 // An acquire_for that timed out while Redis stalled, retried at once (review L5).
 BOOST_FIXTURE_TEST_CASE(l5_timed_out_acquire_retried_gets_a_full_lease, fixture) {
     run([&]() -> awaitable<void> {
