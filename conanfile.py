@@ -20,10 +20,24 @@ class CorolockConan(ConanFile):
     topics = ("redis", "distributed-lock", "asio", "coroutines", "fencing-token")
     package_type = "library"
     settings = "os", "arch", "compiler", "build_type"
-    options = {"shared": [True, False], "fPIC": [True, False]}
-    default_options = {"shared": False, "fPIC": True}
+    options = {
+        "shared": [True, False],
+        "fPIC": [True, False],
+        "with_postgres": [True, False],
+        "with_zookeeper": [True, False],
+    }
+    # The optional backends are off by default: the Redis library never needs libpq or the
+    # ZooKeeper C client (doc/packaging.md).
+    default_options = {"shared": False, "fPIC": True, "with_postgres": False,
+                       "with_zookeeper": False}
     implements = ["auto_shared_fpic"]
     exports_sources = "CMakeLists.txt", "LICENSE", "cmake/*", "include/*", "src/*"
+
+    # The optional backends: option -> (component, the target of the client library it links).
+    _backends = {
+        "with_postgres": ("postgres", "libpq::libpq"),
+        "with_zookeeper": ("zookeeper", "zookeeper-client-c::zookeeper-client-c"),
+    }
 
     @property
     def _min_cppstd(self):
@@ -48,6 +62,12 @@ class CorolockConan(ConanFile):
         # Asio and Boost.System appear in the public headers; OpenSSL only in the sources.
         self.requires("boost/[>=1.81 <2]", transitive_headers=True)
         self.requires("openssl/[>=1.1 <4]")
+        # The backends' public headers name no libpq or ZooKeeper type: no transitive headers.
+        if self.options.with_postgres:
+            self.requires("libpq/[>=13 <18]")
+        if self.options.with_zookeeper:
+            # The single-threaded C client (zookeeper_interest/zookeeper_process).
+            self.requires("zookeeper-client-c/[>=3.5 <4]")
 
     def validate(self):
         check_min_cppstd(self, self._min_cppstd)
@@ -66,6 +86,8 @@ class CorolockConan(ConanFile):
         tc.cache_variables["COROLOCK_BUILD_EXAMPLES"] = False
         tc.cache_variables["COROLOCK_BUILD_BENCH"] = False
         tc.cache_variables["COROLOCK_INSTALL"] = True
+        tc.cache_variables["COROLOCK_WITH_POSTGRES"] = bool(self.options.with_postgres)
+        tc.cache_variables["COROLOCK_WITH_ZOOKEEPER"] = bool(self.options.with_zookeeper)
         tc.generate()
         CMakeDeps(self).generate()
 
@@ -84,10 +106,24 @@ class CorolockConan(ConanFile):
         rmdir(self, os.path.join(self.package_folder, "share"))
 
     def package_info(self):
+        # The targets and .pc names of the project's own install (doc/packaging.md). The package
+        # as a whole gets a target of its own: corolock::corolock is the Redis library alone.
         self.cpp_info.set_property("cmake_file_name", "corolock")
-        self.cpp_info.set_property("cmake_target_name", "corolock::corolock")
+        self.cpp_info.set_property("cmake_target_name", "corolock::all")
         self.cpp_info.set_property("pkg_config_name", "corolock")
-        self.cpp_info.libs = ["corolock"]
-        self.cpp_info.requires = ["boost::headers", "openssl::ssl", "openssl::crypto"]
+
+        core = self.cpp_info.components["core"]
+        core.set_property("cmake_target_name", "corolock::corolock")
+        core.set_property("pkg_config_name", "corolock")
+        core.libs = ["corolock"]
+        core.requires = ["boost::headers", "openssl::ssl", "openssl::crypto"]
         if self.settings.os in ("Linux", "FreeBSD"):
-            self.cpp_info.system_libs = ["pthread"]
+            core.system_libs = ["pthread"]
+
+        for option, (name, client) in self._backends.items():
+            if self.options.get_safe(option):
+                component = self.cpp_info.components[name]
+                component.set_property("cmake_target_name", f"corolock::{name}")
+                component.set_property("pkg_config_name", f"corolock-{name}")
+                component.libs = [f"corolock_{name}"]
+                component.requires = ["core", client]

@@ -1,14 +1,21 @@
 # corolock::zookeeper: the ZooKeeper backend (doc/zookeeper.md), a library of its own over the
 # main one, so that only its users link the ZooKeeper C client (Debian's single-threaded
 # libzookeeper_st). Included by the top-level CMakeLists.txt when COROLOCK_WITH_ZOOKEEPER is on.
-if(NOT COROLOCK_ZOOKEEPER_LIBRARY OR NOT COROLOCK_ZOOKEEPER_INCLUDE_DIR)
+# A package manager may provide the C client as a CMake package (Conan's CMakeDeps writes
+# zookeeper-client-c-config.cmake, with the target of Conan Center's recipe): it is used then,
+# wherever it lives. Otherwise the library and header found by the top-level CMakeLists.txt.
+find_package(zookeeper-client-c CONFIG QUIET)
+add_library(corolock_zookeeper_client INTERFACE)
+if(TARGET zookeeper-client-c::zookeeper-client-c)
+    target_link_libraries(corolock_zookeeper_client INTERFACE zookeeper-client-c::zookeeper-client-c)
+elseif(COROLOCK_ZOOKEEPER_LIBRARY AND COROLOCK_ZOOKEEPER_INCLUDE_DIR)
+    target_link_libraries(corolock_zookeeper_client INTERFACE ${COROLOCK_ZOOKEEPER_LIBRARY})
+    target_include_directories(corolock_zookeeper_client INTERFACE
+        ${COROLOCK_ZOOKEEPER_INCLUDE_DIR})
+else()
     message(FATAL_ERROR "COROLOCK_WITH_ZOOKEEPER needs libzookeeper_st and zookeeper/zookeeper.h "
         "(Debian: libzookeeper-st-dev; tools/setup.sh installs it)")
 endif()
-add_library(corolock_zookeeper_client UNKNOWN IMPORTED)
-set_target_properties(corolock_zookeeper_client PROPERTIES
-    IMPORTED_LOCATION ${COROLOCK_ZOOKEEPER_LIBRARY}
-    INTERFACE_INCLUDE_DIRECTORIES ${COROLOCK_ZOOKEEPER_INCLUDE_DIR})
 
 set(COROLOCK_ZOOKEEPER_SOURCES
     src/core/zk_lock_recipe.cpp

@@ -4,8 +4,10 @@
 #   1. install a static build and a shared Release build to prefixes: the static one is the
 #      build tree named by COROLOCK_STATIC_BUILD (tools/test.sh passes its main RelWithDebInfo
 #      build, saving a build of the library), else a static Debug build made here;
-#   2. find_package: test/consumer and test_package/ against each prefix;
-#   3. pkg-config: the consumer compiled by hand against the static prefix;
+#   2. find_package: test/consumer and test_package/ against each prefix (test_package with
+#      `COMPONENTS postgres zookeeper` and their targets when the builds have them);
+#   3. pkg-config: the consumer compiled by hand against the static prefix, and test_package
+#      against corolock-postgres / corolock-zookeeper when they are installed;
 #   4. add_subdirectory (static, no build type: the parent's cache must stay empty, and the
 #      parent's install must not install corolock);
 #   5. FetchContent from a tarball of the checkout (shared, MinSizeRel);
@@ -90,12 +92,31 @@ for name in static shared; do
         [[ -f $work/$name/$f ]] || fail "$name install has no $f"
     done
 done
+# build_of NAME: the build tree installed to $work/NAME.
+build_of() {
+    if [[ $1 == shared ]]; then
+        echo "$work/build-shared"
+    else
+        echo "${COROLOCK_STATIC_BUILD:-$work/build-static}"
+    fi
+}
+
+# components_of NAME: test_package's switches for the optional components installed to
+# $work/NAME (it then finds them with find_package COMPONENTS and links their targets).
+components_of() {
+    local build_dir
+    build_dir=$(build_of "$1")
+    if [[ -n $(with_postgres "$build_dir") ]]; then
+        echo -DCOROLOCK_TEST_POSTGRES=ON
+    fi
+    if [[ -n $(with_zookeeper "$build_dir") ]]; then
+        echo -DCOROLOCK_TEST_ZOOKEEPER=ON
+    fi
+}
+
 # corolock::postgres, when built: its export set (loaded by the config file) and pkg-config file.
-static_build=${COROLOCK_STATIC_BUILD:-$work/build-static}
 for name in static shared; do
-    build_dir=$static_build
-    [[ $name == shared ]] && build_dir=$work/build-shared
-    [[ -n $(with_postgres "$build_dir") ]] || continue
+    [[ -n $(with_postgres "$(build_of $name)") ]] || continue
     for f in lib/cmake/corolock/corolock-postgres-targets.cmake lib/pkgconfig/corolock-postgres.pc \
         include/corolock/pg_mutex.hpp; do
         [[ -f $work/$name/$f ]] || fail "$name install has no $f"
@@ -126,10 +147,17 @@ for name in static shared; do
     log "find_package consumer and test_package against the $name install"
     consume "$work/package-$name" -DCMAKE_PREFIX_PATH="$work/$name" -DCMAKE_BUILD_TYPE=Release
     "$work/package-$name/consumer" "$REDIS_PORT"
+    # shellcheck disable=SC2046 # optional switches, or nothing
     cmake -S test_package -B "$work/test_package-$name" -DCMAKE_CXX_COMPILER="$cxx" \
-        -DCMAKE_PREFIX_PATH="$work/$name" -DCMAKE_BUILD_TYPE=Release >/dev/null
+        -DCMAKE_PREFIX_PATH="$work/$name" -DCMAKE_BUILD_TYPE=Release $(components_of $name) >/dev/null
     cmake --build "$work/test_package-$name" -j"$jobs"
-    "$work/test_package-$name/test_package"
+    "$work/test_package-$name/test_package" | tee "$work/test_package-$name.out"
+    for component in postgres zookeeper; do
+        if [[ $(components_of $name) == *${component^^}* ]]; then
+            grep -q "^corolock::$component:" "$work/test_package-$name.out" ||
+                fail "test_package against the $name install did not test corolock::$component"
+        fi
+    done
 done
 ldd "$work/package-shared/consumer" | grep "$work/shared/lib/$soname" >/dev/null ||
     fail "the shared consumer does not load $work/shared/lib/$soname"
@@ -139,6 +167,22 @@ pc_flags=$(PKG_CONFIG_PATH=$work/static/lib/pkgconfig pkg-config --cflags --libs
 # shellcheck disable=SC2086 # pkg-config's output is a list of flags
 "$cxx" -std=c++20 -O1 test/consumer/consumer.cpp -o "$work/pkgconfig-consumer" $pc_flags
 "$work/pkgconfig-consumer" "$REDIS_PORT"
+# The components' .pc files: test_package with what each one adds.
+pc_packages=(corolock)
+pc_defines=()
+for component in postgres zookeeper; do
+    if [[ $(components_of static) == *${component^^}* ]]; then
+        pc_packages+=("corolock-$component")
+        pc_defines+=("-DCOROLOCK_TEST_${component^^}=1")
+    fi
+done
+if ((${#pc_packages[@]} > 1)); then
+    log "pkg-config test_package against the static install: ${pc_packages[*]}"
+    pc_flags=$(PKG_CONFIG_PATH=$work/static/lib/pkgconfig pkg-config --cflags --libs --static "${pc_packages[@]}")
+    # shellcheck disable=SC2086 # pkg-config's output is a list of flags
+    "$cxx" -std=c++20 -O1 "${pc_defines[@]}" test_package/test_package.cpp -o "$work/pkgconfig-test_package" $pc_flags
+    "$work/pkgconfig-test_package"
+fi
 
 log "add_subdirectory consumer (static, no build type)"
 consume "$work/subdirectory" -DCOROLOCK_CONSUME=subdirectory -DCOROLOCK_SOURCE="$root"

@@ -483,6 +483,43 @@ BOOST_AUTO_TEST_CASE(stated_defaults_are_the_code_s) {
     BOOST_TEST(inlines >= 10u);
 }
 
+// doc/packaging.md's table of the Conan recipe's options (below `<!-- conan-options -->`): a row
+// for every entry of the recipe's `default_options`, each with the recipe's default.
+BOOST_AUTO_TEST_CASE(conan_option_defaults_are_the_recipe_s) {
+    const auto recipe = read(root / "conanfile.py");
+    const auto from = recipe.find("default_options = {");
+    BOOST_TEST_REQUIRE(from != std::string::npos, "conanfile.py: no default_options");
+    const auto body = recipe.substr(from, recipe.find('}', from) - from);
+    std::map<std::string, std::string> defaults;
+    const std::regex entry(R"re("(\w+)": (True|False))re");
+    for (std::sregex_iterator it(body.begin(), body.end(), entry), end; it != end; ++it)
+        defaults[(*it)[1]] = "`" + std::string((*it)[2]) + "`";
+    BOOST_TEST(defaults.count("with_postgres") == 1u);
+    BOOST_TEST(defaults.count("with_zookeeper") == 1u);
+    const auto page = root / "doc" / "packaging.md";
+    const auto ls = prose_lines(read(page));
+    std::set<std::string> rows;
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+        if (ls[i].find("<!-- conan-options -->") == std::string::npos)
+            continue;
+        for (std::size_t j = i + 3; j < ls.size() && !cells(ls[j]).empty(); ++j) {
+            const auto c = cells(ls[j]);
+            const auto names = code_spans(c[0]);
+            BOOST_TEST_REQUIRE(names.size() == 1u, rel(page) << ":" << j + 1 << ": one option");
+            rows.insert(names[0]);
+            const auto it = defaults.find(names[0]);
+            if (it == defaults.end()) {
+                BOOST_ERROR(rel(page) << ":" << j + 1 << ": the recipe has no option " << names[0]);
+                continue;
+            }
+            BOOST_TEST((c.size() > 1 ? c[1] : "") == it->second,
+                       rel(page) << ":" << j + 1 << ": " << names[0] << " is " << it->second);
+        }
+    }
+    for (const auto& [name, value] : defaults)
+        BOOST_TEST(rows.count(name) == 1u, rel(page) << ": no row for the option " << name);
+}
+
 // A prose line that states a default with a figure carries a marker, so it is checked above.
 BOOST_AUTO_TEST_CASE(every_stated_default_is_marked) {
     const std::regex figure(R"((^|[^\w.])[0-9][0-9.,]* ?(µs|ms|s|min|h|days|KiB|MiB|GiB)\b)");

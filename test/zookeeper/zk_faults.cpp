@@ -16,7 +16,11 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -47,10 +51,20 @@ std::int64_t now_ns() {
         .count();
 }
 
-// A forked child: waits at the gate, takes the lock `rounds` times, writes a record per grant
-// to `fd`, and exits without running the parent's destructors (the servers are the parent's).
+// What a forked child does: `rounds` acquisitions, or, with `rounds` 0, acquisitions until
+// `run_for` has passed; each gives up after `wait` (a fault may make some of them fail).
+struct child_plan {
+    int rounds = 0;
+    steady::duration run_for{};
+    steady::duration wait = steady::duration::max(); // max: no deadline
+    std::chrono::milliseconds session_timeout = 4s;
+};
+
+// A forked child: waits at the gate, takes the lock as `plan` says, writes a record per attempt
+// to `fd` (in_ns 0: the acquire failed), and exits without running the parent's destructors
+// (the servers are the parent's).
 [[noreturn]] void lock_child(corolock::test::start_gate& gate, int fd, const std::string& hosts,
-                             const std::string& path, int rounds) {
+                             const std::string& path, const child_plan& plan) {
     gate.wait();
     int status = 0;
     {
@@ -59,10 +73,11 @@ std::int64_t now_ns() {
             ioc,
             [&]() -> awaitable<void> {
                 auto ex = co_await asio::this_coro::executor;
-                running_zk c(ex, zk_test_config(hosts, 4s));
+                running_zk c(ex, zk_test_config(hosts, plan.session_timeout));
                 zk_mutex m(*c, path);
-                for (int i = 0; i < rounds; ++i) {
-                    auto [ec, l] = co_await m.async_acquire(tuple);
+                const auto stop_at = steady::now() + plan.run_for;
+                for (int i = 0; plan.rounds > 0 ? i < plan.rounds : steady::now() < stop_at; ++i) {
+                    auto [ec, l] = co_await m.async_acquire_for(plan.wait, tuple);
                     grant_record r;
                     r.pid = ::getpid();
                     if (!ec && l.valid()) {
@@ -84,32 +99,29 @@ std::int64_t now_ns() {
     ::_exit(status);
 }
 
-} // namespace
-
-BOOST_AUTO_TEST_SUITE(zk_faults)
-
-// Three processes, twenty grants each, on one lock: the grants never overlap in time, and in
-// grant order the tokens (czxid: the nodes' creation order) increase, which is FIFO.
-BOOST_AUTO_TEST_CASE(history_of_three_processes) {
-    auto& zk = corolock::test::shared_zk();
-    constexpr int processes = 3;
-    constexpr int rounds = 20;
+// Forks one lock_child per entry of `hosts` (its connect string) on `path`, lets them go
+// together, calls `meanwhile()`, and collects their records until every one has exited (each
+// must exit with 0).
+std::vector<grant_record> run_lock_children(const std::vector<std::string>& hosts,
+                                            const std::string& path, const child_plan& plan,
+                                            const std::function<void()>& meanwhile = {}) {
     int fds[2];
     BOOST_REQUIRE(::pipe(fds) == 0);
     corolock::test::start_gate gate;
     std::vector<pid_t> pids;
-    for (int p = 0; p < processes; ++p) {
+    for (const auto& h : hosts) {
         const pid_t pid = ::fork();
         BOOST_REQUIRE(pid >= 0);
         if (pid == 0) {
             ::close(fds[0]);
-            lock_child(gate, fds[1], zk.connect_string(), "/corolock/faults/history", rounds);
+            lock_child(gate, fds[1], h, path, plan);
         }
         pids.push_back(pid);
     }
     ::close(fds[1]);
-    const auto t0 = steady::now();
-    gate.open(processes);
+    gate.open(static_cast<int>(hosts.size()));
+    if (meanwhile)
+        meanwhile(); // the pipe holds about 2000 records meanwhile
     std::vector<grant_record> history;
     grant_record r;
     while (::read(fds[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r))
@@ -120,23 +132,64 @@ BOOST_AUTO_TEST_CASE(history_of_three_processes) {
         ::waitpid(pid, &status, 0);
         BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
     }
+    return history;
+}
+
+// What a history of attempts shows, its grants taken in the order they began: sections that
+// began before the previous one ended, tokens not above the previous grant's, leases not valid
+// at the end of their section or not released cleanly, and acquires that failed.
+struct history_summary {
+    std::vector<grant_record> grants; // in grant order
+    int overlaps = 0;
+    int out_of_order = 0;
+    int lost = 0;
+    int failed = 0;
+};
+
+history_summary check_history(const std::vector<grant_record>& history) {
+    history_summary s;
+    for (const auto& r : history) {
+        if (r.in_ns == 0)
+            ++s.failed;
+        else
+            s.grants.push_back(r);
+    }
+    std::sort(s.grants.begin(), s.grants.end(),
+              [](const auto& a, const auto& b) { return a.in_ns < b.in_ns; });
+    for (std::size_t i = 0; i < s.grants.size(); ++i) {
+        s.lost += s.grants[i].ok == 1 ? 0 : 1;
+        if (i == 0)
+            continue;
+        s.overlaps += s.grants[i].in_ns < s.grants[i - 1].out_ns ? 1 : 0;
+        s.out_of_order += s.grants[i].token <= s.grants[i - 1].token ? 1 : 0;
+    }
+    return s;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zk_faults)
+
+// Three processes, twenty grants each, on one lock: the grants never overlap in time, and in
+// grant order the tokens (czxid: the nodes' creation order) increase, which is FIFO.
+BOOST_AUTO_TEST_CASE(history_of_three_processes) {
+    auto& zk = corolock::test::shared_zk();
+    constexpr int processes = 3;
+    constexpr int rounds = 20;
+    const auto t0 = steady::now();
+    const auto history =
+        run_lock_children(std::vector<std::string>(processes, zk.connect_string()),
+                          "/corolock/faults/history", child_plan{.rounds = rounds});
     const auto took = std::chrono::duration<double>(steady::now() - t0).count();
     BOOST_TEST_MESSAGE("zookeeper: " << history.size() << " grants from " << processes
                                      << " processes in " << took << " s");
     BOOST_TEST(history.size() == std::size_t(processes * rounds));
-    std::sort(history.begin(), history.end(),
-              [](const auto& a, const auto& b) { return a.in_ns < b.in_ns; });
-    int overlaps = 0, out_of_order = 0, bad = 0;
-    for (std::size_t i = 0; i < history.size(); ++i) {
-        bad += history[i].ok == 1 ? 0 : 1;
-        if (i == 0)
-            continue;
-        overlaps += history[i].in_ns < history[i - 1].out_ns ? 1 : 0;
-        out_of_order += history[i].token <= history[i - 1].token ? 1 : 0;
-    }
-    BOOST_TEST(overlaps == 0);
-    BOOST_TEST(out_of_order == 0);
-    BOOST_TEST(bad == 0);
+    const auto s = check_history(history);
+    BOOST_TEST(s.grants.size() == std::size_t(processes * rounds));
+    BOOST_TEST(s.overlaps == 0);
+    BOOST_TEST(s.out_of_order == 0);
+    BOOST_TEST(s.lost == 0);
+    BOOST_TEST(s.failed == 0);
     BOOST_TEST(corolock::test::ephemerals(zk) == 0);
 }
 
@@ -281,6 +334,43 @@ BOOST_AUTO_TEST_CASE(leader_killed_under_load) {
             BOOST_TEST(after_kill > 0);
         }(),
         60s);
+}
+
+// The leader SIGKILLed while three processes contend, each with its own session on the
+// ensemble (connected to different servers first): in the history of all their grants, never two
+// holders at once, tokens increasing in grant order, no lease lost, and grants after the kill.
+BOOST_AUTO_TEST_CASE(leader_killed_under_load_from_three_processes) {
+    corolock::test::zk_ensemble zk(3);
+    std::vector<std::string> hosts;
+    for (int first = 0; first < 3; ++first)
+        hosts.push_back(zk.address(first) + "," + zk.address((first + 1) % 3) + "," +
+                        zk.address((first + 2) % 3));
+    std::int64_t killed_ns = 0;
+    const auto history =
+        run_lock_children(hosts, "/corolock/faults/leader-processes",
+                          child_plan{.run_for = 5s, .wait = 3s, .session_timeout = 6s}, [&] {
+                              std::this_thread::sleep_for(1s);
+                              const int leader = zk.leader();
+                              BOOST_TEST(leader >= 0);
+                              if (leader >= 0)
+                                  zk.kill(leader);
+                              killed_ns = now_ns();
+                          });
+    const auto s = check_history(history);
+    const auto after_kill = std::count_if(s.grants.begin(), s.grants.end(),
+                                          [&](const auto& g) { return g.in_ns > killed_ns; });
+    BOOST_TEST_MESSAGE("zookeeper: " << s.grants.size() << " grants from 3 processes, "
+                                     << after_kill << " after the leader was killed, " << s.failed
+                                     << " acquires timed out");
+    BOOST_TEST(s.overlaps == 0);
+    BOOST_TEST(s.out_of_order == 0);
+    BOOST_TEST(s.lost == 0);
+    BOOST_TEST(after_kill > 0);
+    BOOST_TEST(std::size_t(after_kill) < s.grants.size()); // under load: grants before it too
+    std::set<std::int32_t> holders;
+    for (const auto& g : s.grants)
+        holders.insert(g.pid);
+    BOOST_TEST(holders.size() == 3u); // every process got in
 }
 
 BOOST_AUTO_TEST_SUITE_END()
