@@ -5,6 +5,7 @@
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
 #include <corolock/lock_concepts.hpp>
+#include <corolock/metrics.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -17,8 +18,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <chrono>
 #include <exception>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -28,6 +31,14 @@ namespace corolock {
 template <class Lock, class Body>
 using with_lock_result_t =
     typename std::invoke_result_t<Body&, typename Lock::lease_type&>::value_type;
+
+/// What `try_with_lock(m, body)` returns: `std::optional<T>` for a body returning
+/// `boost::asio::awaitable<T>` (empty: the lock was held), `bool` for `awaitable<void>` (false:
+/// held).
+template <class Lock, class Body>
+using try_with_lock_result_t =
+    std::conditional_t<std::is_void_v<with_lock_result_t<Lock, Body>>, bool,
+                       std::optional<with_lock_result_t<Lock, Body>>>;
 
 namespace detail {
 
@@ -60,9 +71,11 @@ boost::asio::awaitable<error_code> watch_lost(Lease& l) {
 
 // Runs `body(l)` while `l` is held, then releases `l` on every exit path (the shared part of
 // with_lock and its bounded forms).
+// With a meter, counts the hold (from `granted_at`) and the loss, once, on every exit path.
 template <class Lease, class Body,
           class R = typename std::invoke_result_t<Body&, Lease&>::value_type>
-boost::asio::awaitable<R> run_locked(Lease l, Body& body) {
+boost::asio::awaitable<R> run_locked(Lease l, Body& body, lock_meter* meter,
+                                     std::chrono::steady_clock::time_point granted_at) {
     namespace asio = boost::asio;
     auto ex = co_await asio::this_coro::executor;
     std::exception_ptr body_error;
@@ -89,18 +102,54 @@ boost::asio::awaitable<R> run_locked(Lease l, Body& body) {
         lost_ec = lec;
         value = std::move(v);
     }
+    // The body has ended, by itself or cut by the loss: the release is sent now.
+    const auto ended_at = std::chrono::steady_clock::now();
     // Release even when this coroutine is being cancelled.
     co_await asio::this_coro::reset_cancellation_state();
     const bool owned = l.owns(); // the body may have released it (not_owner now)
     auto [release_ec] = co_await l.async_release(asio::as_tuple(asio::use_awaitable));
-    if (lost_first && lost_ec && lost_ec != asio::error::operation_aborted)
+    const bool lost_inside = lost_first && lost_ec && lost_ec != asio::error::operation_aborted;
+    const bool lost_at_release = owned && release_ec == condition::lock_lost;
+    if (meter)
+        meter->record_hold(ended_at - granted_at, lost_inside || lost_at_release);
+    if (lost_inside)
         throw boost::system::system_error(lost_ec);
     if (body_error)
         std::rethrow_exception(body_error);
-    if (owned && release_ec == condition::lock_lost)
+    if (lost_at_release)
         throw boost::system::system_error(release_ec); // lost just before the release
     if constexpr (!std::is_void_v<R>)
         co_return std::move(*value);
+}
+
+// Acquires with `acquire(token)` (one of the handle's four acquire operations), counts the
+// outcome in `meter` (if any), then runs the body as run_locked. `Out` is the body's `R`, or
+// try_with_lock's result for a try, whose empty lease gives an empty `Out`.
+template <class Lease, class Out, class Acquire, class Body>
+boost::asio::awaitable<Out> acquire_and_run(Acquire acquire, Body& body, lock_meter* meter) {
+    namespace asio = boost::asio;
+    using R = typename std::invoke_result_t<Body&, Lease&>::value_type;
+    const auto called_at = std::chrono::steady_clock::now();
+    std::tuple<error_code, Lease> got = co_await acquire(asio::as_tuple(asio::use_awaitable));
+    const auto granted_at = std::chrono::steady_clock::now();
+    const error_code ec = std::get<0>(got);
+    Lease& l = std::get<1>(got);
+    if (meter)
+        meter->record_acquire(ec, l.owns(), granted_at - called_at);
+    if (ec)
+        throw boost::system::system_error(ec);
+    if constexpr (std::is_same_v<Out, R>) {
+        co_return co_await run_locked(std::move(l), body, meter, granted_at);
+    } else {
+        if (!l.owns())
+            co_return Out{}; // held by another owner
+        if constexpr (std::is_void_v<R>) {
+            co_await run_locked(std::move(l), body, meter, granted_at);
+            co_return true;
+        } else {
+            co_return Out(co_await run_locked(std::move(l), body, meter, granted_at));
+        }
+    }
 }
 
 } // namespace detail
@@ -117,8 +166,20 @@ boost::asio::awaitable<R> run_locked(Lease l, Body& body) {
 /// `async_release`. `T` is returned by value (no references).
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body body) {
-    typename Lock::lease_type l = co_await m.async_acquire(boost::asio::use_awaitable);
-    co_return co_await detail::run_locked(std::move(l), body);
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
+        [&m](auto token) { return m.async_acquire(token); }, body, nullptr);
+}
+
+/// As `with_lock(m, body)`, and counts in `meter` (metrics.hpp, not owned: it must outlive the
+/// call) the acquisition's outcome and wait, the hold and, once, a loss (inside the body or
+/// reported by the release). Any thread may read the meter meanwhile.
+template <unfenced_lock_handle Lock, class Body>
+boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body body,
+                                                                 lock_meter& meter) {
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
+        [&m](auto token) { return m.async_acquire(token); }, body, &meter);
 }
 
 /// As `with_lock`, but waits at most `wait` for the lock (the handle's `async_acquire_for`):
@@ -130,17 +191,59 @@ boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body b
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>>
 with_lock_for(Lock& m, typename Lock::clock::duration wait, Body body) {
-    typename Lock::lease_type l = co_await m.async_acquire_for(wait, boost::asio::use_awaitable);
-    co_return co_await detail::run_locked(std::move(l), body);
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
+        [&m, wait](auto token) { return m.async_acquire_for(wait, token); }, body, nullptr);
+}
+
+/// As `with_lock_for(m, wait, body)`, counted in `meter` as the metered `with_lock`.
+template <unfenced_lock_handle Lock, class Body>
+boost::asio::awaitable<with_lock_result_t<Lock, Body>>
+with_lock_for(Lock& m, typename Lock::clock::duration wait, Body body, lock_meter& meter) {
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
+        [&m, wait](auto token) { return m.async_acquire_for(wait, token); }, body, &meter);
 }
 
 /// As `with_lock_for`, with an absolute deadline on the handle's clock (`async_acquire_until`).
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>>
 with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body) {
-    typename Lock::lease_type l =
-        co_await m.async_acquire_until(deadline, boost::asio::use_awaitable);
-    co_return co_await detail::run_locked(std::move(l), body);
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
+        [&m, deadline](auto token) { return m.async_acquire_until(deadline, token); }, body,
+        nullptr);
+}
+
+/// As `with_lock_until(m, deadline, body)`, counted in `meter` as the metered `with_lock`.
+template <unfenced_lock_handle Lock, class Body>
+boost::asio::awaitable<with_lock_result_t<Lock, Body>>
+with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body,
+                lock_meter& meter) {
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
+        [&m, deadline](auto token) { return m.async_acquire_until(deadline, token); }, body,
+        &meter);
+}
+
+/// As `with_lock`, but one attempt (the handle's `async_try_acquire`): if another owner holds
+/// the lock, the body does not run and this returns an empty `std::optional<T>` (`false` for a
+/// `void` body); else the body's value (`true`). Errors are thrown as by `with_lock`.
+template <unfenced_lock_handle Lock, class Body>
+boost::asio::awaitable<try_with_lock_result_t<Lock, Body>> try_with_lock(Lock& m, Body body) {
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, try_with_lock_result_t<Lock, Body>>(
+        [&m](auto token) { return m.async_try_acquire(token); }, body, nullptr);
+}
+
+/// As `try_with_lock(m, body)`, counted in `meter` as the metered `with_lock` (a held lock
+/// counts as `acquire_outcome::busy`).
+template <unfenced_lock_handle Lock, class Body>
+boost::asio::awaitable<try_with_lock_result_t<Lock, Body>> try_with_lock(Lock& m, Body body,
+                                                                         lock_meter& meter) {
+    using lease_type = typename Lock::lease_type;
+    co_return co_await detail::acquire_and_run<lease_type, try_with_lock_result_t<Lock, Body>>(
+        [&m](auto token) { return m.async_try_acquire(token); }, body, &meter);
 }
 
 } // namespace corolock
