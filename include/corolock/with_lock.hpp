@@ -44,9 +44,16 @@ namespace detail {
 
 // The body's value, kept in an optional so that a body cancelled by a loss (which completes
 // with an exception and no value) needs no default-constructible result type.
+// A body that throws before its first suspension (a plain function returning an awaitable)
+// throws here, inside the group, as one that throws later.
 template <class R, class Lease, class Body>
 boost::asio::awaitable<std::optional<R>> run_body(Body& body, Lease& l) {
     co_return co_await body(l);
+}
+
+template <class Lease, class Body>
+boost::asio::awaitable<void> run_void_body(Body& body, Lease& l) {
+    co_await body(l);
 }
 
 // Completes when `l` is lost. A release by the body itself (which completes the lease's wait
@@ -85,7 +92,7 @@ boost::asio::awaitable<R> run_locked(Lease l, Body& body, lock_meter* meter,
     if constexpr (std::is_void_v<R>) {
         auto [order, e, we, lec] =
             co_await asio::experimental::make_parallel_group(
-                asio::co_spawn(ex, body(l), asio::deferred),
+                asio::co_spawn(ex, run_void_body(body, l), asio::deferred),
                 asio::co_spawn(ex, watch_lost(l), asio::deferred))
                 .async_wait(asio::experimental::wait_for_one(), asio::deferred);
         lost_first = order[0] == 1;

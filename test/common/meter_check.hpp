@@ -193,7 +193,11 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
     bool threw = false;
     try {
         co_await with_lock(
-            a, [](lease_type&) -> asio::awaitable<void> { throw std::runtime_error("body"); },
+            a,
+            [&](lease_type&) -> asio::awaitable<void> {
+                co_await kit.progress();
+                throw std::runtime_error("body");
+            },
             meter);
     } catch (const std::runtime_error&) {
         threw = true;
