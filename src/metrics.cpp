@@ -1,9 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/lock_metrics.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/mutex.hpp>
-
-#include "core/lock_metrics.hpp"
 
 #include <algorithm>
 #include <atomic>

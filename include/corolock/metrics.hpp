@@ -243,8 +243,7 @@ public:
     /// Counts one acquisition that completed with `ec` and, if `granted`, a lease (an empty
     /// lease with no error is `busy`), and its `wait` when granted. The metered `with_lock`
     /// forms call it; generic code that acquires by hand calls it the same way.
-    void record_acquire(const error_code& ec, bool granted,
-                        std::chrono::nanoseconds wait) noexcept;
+    void record_acquire(const error_code& ec, bool granted, std::chrono::nanoseconds wait) noexcept;
     /// Counts the end of one granted lease, held for `held`, and whether it was `lost`.
     void record_hold(std::chrono::nanoseconds held, bool lost) noexcept;
     /// The counters now. Any thread; never blocks.

@@ -225,8 +225,7 @@ with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body) {
 /// As `with_lock_until(m, deadline, body)`, counted in `meter` as the metered `with_lock`.
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>>
-with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body,
-                lock_meter& meter) {
+with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body, lock_meter& meter) {
     using lease_type = typename Lock::lease_type;
     co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
         [&m, deadline](auto token) { return m.async_acquire_until(deadline, token); }, body,

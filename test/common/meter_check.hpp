@@ -124,8 +124,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
     bool ran = false;
     auto [order, waited_ex, waited, passed] =
         co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex,
-                           thrown_by([&]() -> asio::awaitable<void> {
+            asio::co_spawn(ex, thrown_by([&]() -> asio::awaitable<void> {
                                co_await with_lock_for(
                                    b, kit.short_wait,
                                    [&](lease_type&) -> asio::awaitable<void> {
@@ -147,8 +146,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
     // A wait cancelled through the handle's cancel().
     auto [corder, cancelled_ex, cancelled, cpassed] =
         co_await asio::experimental::make_parallel_group(
-            asio::co_spawn(ex,
-                           thrown_by([&]() -> asio::awaitable<void> {
+            asio::co_spawn(ex, thrown_by([&]() -> asio::awaitable<void> {
                                co_await with_lock(
                                    b,
                                    [&](lease_type&) -> asio::awaitable<void> {
@@ -225,8 +223,8 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
     check_meter(meter, want, "lease lost during the body");
 
     // Whatever happened, the lock is free again.
-    const bool free = co_await try_with_lock(
-        b, [](lease_type&) -> asio::awaitable<void> { co_return; });
+    const bool free =
+        co_await try_with_lock(b, [](lease_type&) -> asio::awaitable<void> { co_return; });
     BOOST_TEST(free);
     check_meter(meter, want, "an unmetered call counts nothing");
 }

@@ -706,9 +706,8 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_postgres, fixture) {
         kit.progress = []() -> awaitable<void> { co_await sleep_for(50ms); };
         kit.pass = [](clock_type::duration) -> awaitable<void> { co_return; };
         kit.lose = [&](pg_lease&) -> awaitable<void> {
-            co_await off_loop([&] {
-                srv.sql("DELETE FROM corolock_locks WHERE name = 'metered'");
-            });
+            co_await off_loop(
+                [&] { srv.sql("DELETE FROM corolock_locks WHERE name = 'metered'"); });
         };
         co_await corolock::test::check_lock_meter(kit);
         BOOST_TEST(rows_of("metered") == "0");

@@ -3,8 +3,8 @@
 // cancellation in every state, reentrant holds, fenced writes, bad arguments, the generic
 // exclusion checker, and a node deleted by someone else.
 #include "common/exclusion_check.hpp"
-#include "common/meter_check.hpp"
 #include "common/fault_proxy.hpp"
+#include "common/meter_check.hpp"
 #include "common/redis_process.hpp"
 #include "zk_test.hpp"
 #include <corolock/with_lock.hpp>
@@ -538,13 +538,9 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_zookeeper, zk_fixture) {
             kit.b = &b;
             kit.bad = &bad;
             kit.short_wait = 200ms;
-            kit.progress = []() -> awaitable<void> {
-                co_await corolock::test::sleep_for(50ms);
-            };
+            kit.progress = []() -> awaitable<void> { co_await corolock::test::sleep_for(50ms); };
             kit.pass = [](std::chrono::steady_clock::duration) -> awaitable<void> { co_return; };
-            kit.lose = [&](zk_lease& l) -> awaitable<void> {
-                co_await delete_node(l.name());
-            };
+            kit.lose = [&](zk_lease& l) -> awaitable<void> { co_await delete_node(l.name()); };
             co_await corolock::test::check_lock_meter(kit);
             BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
         },
