@@ -223,8 +223,8 @@ namespace detail {
 struct lock_meter_state;
 } // namespace detail
 
-/// Counters for generic code that takes any lock handle: pass one to the metered forms of
-/// `with_lock`, `with_lock_for`, `with_lock_until` and `try_with_lock` (with_lock.hpp), which
+/// Counters for generic code that takes any lock handle: pass its address as the last argument
+/// of `with_lock`, `with_lock_for`, `with_lock_until` or `try_with_lock` (with_lock.hpp), which
 /// record every acquisition's outcome and wait and every lease's hold and loss. Not tied to a
 /// backend or a connection: one meter may count the locks of several handles and backends
 /// (for one series per lock, use one meter per lock).
@@ -241,8 +241,8 @@ public:
     lock_meter& operator=(const lock_meter&) = delete;
 
     /// Counts one acquisition that completed with `ec` and, if `granted`, a lease (an empty
-    /// lease with no error is `busy`), and its `wait` when granted. The metered `with_lock`
-    /// forms call it; generic code that acquires by hand calls it the same way.
+    /// lease with no error is `busy`), and its `wait` when granted. `with_lock` and its forms
+    /// call it; generic code that acquires by hand calls it the same way.
     void record_acquire(const error_code& ec, bool granted, std::chrono::nanoseconds wait) noexcept;
     /// Counts the end of one granted lease, held for `held`, and whether it was `lost`.
     void record_hold(std::chrono::nanoseconds held, bool lost) noexcept;

@@ -133,7 +133,7 @@ boost::asio::awaitable<R> run_locked(Lease l, Body& body, lock_meter* meter,
 // outcome in `meter` (if any), then runs the body as run_locked. `Out` is the body's `R`, or
 // try_with_lock's result for a try, whose empty lease gives an empty `Out`.
 template <class Lease, class Out, class Acquire, class Body>
-boost::asio::awaitable<Out> acquire_and_run(Acquire acquire, Body& body, lock_meter* meter) {
+boost::asio::awaitable<Out> acquire_and_run(Acquire acquire, Body body, lock_meter* meter) {
     namespace asio = boost::asio;
     using R = typename std::invoke_result_t<Body&, Lease&>::value_type;
     const auto called_at = std::chrono::steady_clock::now();
@@ -159,6 +159,24 @@ boost::asio::awaitable<Out> acquire_and_run(Acquire acquire, Body& body, lock_me
     }
 }
 
+// The handle's four acquire operations, each as acquire_and_run's `acquire(token)`.
+template <class Lock>
+auto acquire_now(Lock& m) {
+    return [&m](auto token) { return m.async_acquire(token); };
+}
+template <class Lock>
+auto acquire_within(Lock& m, typename Lock::clock::duration wait) {
+    return [&m, wait](auto token) { return m.async_acquire_for(wait, token); };
+}
+template <class Lock>
+auto acquire_by(Lock& m, typename Lock::clock::time_point deadline) {
+    return [&m, deadline](auto token) { return m.async_acquire_until(deadline, token); };
+}
+template <class Lock>
+auto acquire_once(Lock& m) {
+    return [&m](auto token) { return m.async_try_acquire(token); };
+}
+
 } // namespace detail
 
 /// Acquires `m`, runs `body(lease&)` (a callable returning `boost::asio::awaitable<T>`, given
@@ -171,22 +189,15 @@ boost::asio::awaitable<Out> acquire_and_run(Acquire acquire, Body& body, lock_me
 /// `zk_mutex`, `pg_mutex` (lock_concepts.hpp). Coroutine-only (hence no `async_` prefix and no
 /// token): for other completion styles, use the handle's `async_acquire` and the lease's
 /// `async_release`. `T` is returned by value (no references).
-template <unfenced_lock_handle Lock, class Body>
-boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body body) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
-        [&m](auto token) { return m.async_acquire(token); }, body, nullptr);
-}
-
-/// As `with_lock(m, body)`, and counts in `meter` (metrics.hpp, not owned: it must outlive the
-/// call) the acquisition's outcome and wait, the hold and, once, a loss (inside the body or
-/// reported by the release). Any thread may read the meter meanwhile.
+///
+/// With a `meter` (metrics.hpp; not owned: it must outlive the call), counts there the
+/// acquisition's outcome and wait, the hold, and a loss once (inside the body or reported by the
+/// release), on every path. Any thread may read the meter meanwhile.
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body body,
-                                                                 lock_meter& meter) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
-        [&m](auto token) { return m.async_acquire(token); }, body, &meter);
+                                                                 lock_meter* meter = nullptr) {
+    return detail::acquire_and_run<typename Lock::lease_type, with_lock_result_t<Lock, Body>>(
+        detail::acquire_now(m), std::move(body), meter);
 }
 
 /// As `with_lock`, but waits at most `wait` for the lock (the handle's `async_acquire_for`):
@@ -194,62 +205,35 @@ boost::asio::awaitable<with_lock_result_t<Lock, Body>> with_lock(Lock& m, Body b
 /// `error::server_timeout` (no attempt was answered), and the body never runs. Only the wait
 /// is bounded: once the lock is held the body runs to its end, as long as the lease holds (a
 /// critical section cut at an arbitrary point is rarely what a caller wants). To bound the
-/// body too, give it its own deadline or race it against a timer inside.
+/// body too, give it its own deadline or race it against a timer inside. `meter`: as
+/// `with_lock`'s.
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>>
-with_lock_for(Lock& m, typename Lock::clock::duration wait, Body body) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
-        [&m, wait](auto token) { return m.async_acquire_for(wait, token); }, body, nullptr);
+with_lock_for(Lock& m, typename Lock::clock::duration wait, Body body,
+              lock_meter* meter = nullptr) {
+    return detail::acquire_and_run<typename Lock::lease_type, with_lock_result_t<Lock, Body>>(
+        detail::acquire_within(m, wait), std::move(body), meter);
 }
 
-/// As `with_lock_for(m, wait, body)`, counted in `meter` as the metered `with_lock`.
+/// As `with_lock_for`, with an absolute deadline on the handle's clock (`async_acquire_until`),
+/// metered alike.
 template <unfenced_lock_handle Lock, class Body>
 boost::asio::awaitable<with_lock_result_t<Lock, Body>>
-with_lock_for(Lock& m, typename Lock::clock::duration wait, Body body, lock_meter& meter) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
-        [&m, wait](auto token) { return m.async_acquire_for(wait, token); }, body, &meter);
-}
-
-/// As `with_lock_for`, with an absolute deadline on the handle's clock (`async_acquire_until`).
-template <unfenced_lock_handle Lock, class Body>
-boost::asio::awaitable<with_lock_result_t<Lock, Body>>
-with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
-        [&m, deadline](auto token) { return m.async_acquire_until(deadline, token); }, body,
-        nullptr);
-}
-
-/// As `with_lock_until(m, deadline, body)`, counted in `meter` as the metered `with_lock`.
-template <unfenced_lock_handle Lock, class Body>
-boost::asio::awaitable<with_lock_result_t<Lock, Body>>
-with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body, lock_meter& meter) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, with_lock_result_t<Lock, Body>>(
-        [&m, deadline](auto token) { return m.async_acquire_until(deadline, token); }, body,
-        &meter);
+with_lock_until(Lock& m, typename Lock::clock::time_point deadline, Body body,
+                lock_meter* meter = nullptr) {
+    return detail::acquire_and_run<typename Lock::lease_type, with_lock_result_t<Lock, Body>>(
+        detail::acquire_by(m, deadline), std::move(body), meter);
 }
 
 /// As `with_lock`, but one attempt (the handle's `async_try_acquire`): if another owner holds
 /// the lock, the body does not run and this returns an empty `std::optional<T>` (`false` for a
-/// `void` body); else the body's value (`true`). Errors are thrown as by `with_lock`.
+/// `void` body); else the body's value (`true`). Errors are thrown, and `meter` counts (a held
+/// lock as `acquire_outcome::busy`), as by `with_lock`.
 template <unfenced_lock_handle Lock, class Body>
-boost::asio::awaitable<try_with_lock_result_t<Lock, Body>> try_with_lock(Lock& m, Body body) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, try_with_lock_result_t<Lock, Body>>(
-        [&m](auto token) { return m.async_try_acquire(token); }, body, nullptr);
-}
-
-/// As `try_with_lock(m, body)`, counted in `meter` as the metered `with_lock` (a held lock
-/// counts as `acquire_outcome::busy`).
-template <unfenced_lock_handle Lock, class Body>
-boost::asio::awaitable<try_with_lock_result_t<Lock, Body>> try_with_lock(Lock& m, Body body,
-                                                                         lock_meter& meter) {
-    using lease_type = typename Lock::lease_type;
-    co_return co_await detail::acquire_and_run<lease_type, try_with_lock_result_t<Lock, Body>>(
-        [&m](auto token) { return m.async_try_acquire(token); }, body, &meter);
+boost::asio::awaitable<try_with_lock_result_t<Lock, Body>>
+try_with_lock(Lock& m, Body body, lock_meter* meter = nullptr) {
+    return detail::acquire_and_run<typename Lock::lease_type, try_with_lock_result_t<Lock, Body>>(
+        detail::acquire_once(m), std::move(body), meter);
 }
 
 } // namespace corolock

@@ -23,6 +23,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -46,6 +47,27 @@ struct meter_kit {
     // Makes the held lease lost behind its holder's back (force-unlock, delete the key/row/node).
     std::function<boost::asio::awaitable<void>(typename M::lease_type&)> lose;
 };
+
+// The kit of a backend with a server, on steady_clock: real time passes by itself, and 50 ms
+// lets an acquisition reach the server.
+template <unfenced_lock_handle M>
+meter_kit<M>
+server_meter_kit(M& a, M& b, M& bad,
+                 std::function<boost::asio::awaitable<void>(typename M::lease_type&)> lose) {
+    meter_kit<M> kit;
+    kit.a = &a;
+    kit.b = &b;
+    kit.bad = &bad;
+    kit.short_wait = std::chrono::milliseconds(200);
+    kit.progress = []() -> boost::asio::awaitable<void> {
+        boost::asio::steady_timer t(co_await boost::asio::this_coro::executor,
+                                    std::chrono::milliseconds(50));
+        co_await t.async_wait(boost::asio::use_awaitable);
+    };
+    kit.pass = [](typename M::clock::duration) -> boost::asio::awaitable<void> { co_return; };
+    kit.lose = std::move(lose);
+    return kit;
+}
 
 // The counts a meter must show: outcomes in acquire_outcome order, then losses.
 struct meter_counts {
@@ -101,11 +123,11 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
                     inner_ran = true;
                     co_return;
                 },
-                meter);
+                &meter);
             BOOST_TEST(!got);
             co_return 7;
         },
-        meter);
+        &meter);
     BOOST_TEST(value == 7);
     BOOST_TEST(!inner_ran);
     want.granted = 1;
@@ -114,7 +136,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
 
     // A try on the free lock grants and returns the body's value.
     const std::optional<int> tried = co_await try_with_lock(
-        b, [](lease_type&) -> asio::awaitable<int> { co_return 8; }, meter);
+        b, [](lease_type&) -> asio::awaitable<int> { co_return 8; }, &meter);
     BOOST_TEST((tried == std::optional<int>(8)));
     want.granted = 2;
     check_meter(meter, want, "a try that grants");
@@ -131,7 +153,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
                                        ran = true;
                                        co_return;
                                    },
-                                   meter);
+                                   &meter);
                            }),
                            asio::deferred),
             asio::co_spawn(ex, kit.pass(kit.short_wait), asio::deferred))
@@ -153,7 +175,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
                                        ran = true;
                                        co_return;
                                    },
-                                   meter);
+                                   &meter);
                            }),
                            asio::deferred),
             asio::co_spawn(
@@ -180,7 +202,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
                 ran = true;
                 co_return;
             },
-            meter);
+            &meter);
     });
     BOOST_TEST(static_cast<bool>(refused));
     BOOST_TEST(!ran);
@@ -196,7 +218,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
                 co_await kit.progress();
                 throw std::runtime_error("body");
             },
-            meter);
+            &meter);
     } catch (const std::runtime_error&) {
         threw = true;
     }
@@ -215,7 +237,7 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
                                            asio::steady_timer::time_point::max());
                 co_await forever.async_wait(asio::as_tuple(asio::use_awaitable));
             },
-            meter);
+            &meter);
     });
     BOOST_TEST(lost == condition::lock_lost, lost.message());
     want.granted = 4;

@@ -60,17 +60,11 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_redis, corolock::test::ser
         corolock::mutex a(conn, "lock:concept:metered", lease_of(10s));
         corolock::mutex b(peer, "lock:concept:metered", lease_of(10s));
         corolock::mutex bad(conn, "", lease_of(10s));
-        corolock::test::meter_kit<corolock::mutex> kit;
-        kit.a = &a;
-        kit.b = &b;
-        kit.bad = &bad;
-        kit.short_wait = 200ms;
-        kit.progress = []() -> awaitable<void> { co_await corolock::test::sleep_for(50ms); };
-        kit.pass = [](std::chrono::steady_clock::duration) -> awaitable<void> { co_return; };
-        kit.lose = [&](corolock::lease&) -> awaitable<void> {
+        auto lose = [&](corolock::lease&) -> awaitable<void> {
             BOOST_TEST(co_await b.async_force_unlock(asio::use_awaitable));
         };
-        co_await corolock::test::check_lock_meter(kit);
+        co_await corolock::test::check_lock_meter(
+            corolock::test::server_meter_kit<corolock::mutex>(a, b, bad, lose));
         BOOST_TEST(!exists("lock:concept:metered"));
     });
 }

@@ -698,18 +698,12 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_postgres, fixture) {
     auto &a = c[0], &b = c[1];
     run([&]() -> awaitable<void> {
         mutex ma(a, "metered", lease_of(1s)), mb(b, "metered", lease_of(1s)), bad(a, "");
-        corolock::test::meter_kit<mutex> kit;
-        kit.a = &ma;
-        kit.b = &mb;
-        kit.bad = &bad;
-        kit.short_wait = 200ms;
-        kit.progress = []() -> awaitable<void> { co_await sleep_for(50ms); };
-        kit.pass = [](clock_type::duration) -> awaitable<void> { co_return; };
-        kit.lose = [&](pg_lease&) -> awaitable<void> {
+        auto lose = [&](pg_lease&) -> awaitable<void> {
             co_await off_loop(
                 [&] { srv.sql("DELETE FROM corolock_locks WHERE name = 'metered'"); });
         };
-        co_await corolock::test::check_lock_meter(kit);
+        co_await corolock::test::check_lock_meter(
+            corolock::test::server_meter_kit<mutex>(ma, mb, bad, lose));
         BOOST_TEST(rows_of("metered") == "0");
         c.stop();
     }());

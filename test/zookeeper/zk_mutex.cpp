@@ -533,15 +533,9 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_zookeeper, zk_fixture) {
             zk_mutex a(*c, "/corolock/test/metered");
             zk_mutex b(*d, "/corolock/test/metered");
             zk_mutex bad(*c, "relative");
-            corolock::test::meter_kit<zk_mutex> kit;
-            kit.a = &a;
-            kit.b = &b;
-            kit.bad = &bad;
-            kit.short_wait = 200ms;
-            kit.progress = []() -> awaitable<void> { co_await corolock::test::sleep_for(50ms); };
-            kit.pass = [](std::chrono::steady_clock::duration) -> awaitable<void> { co_return; };
-            kit.lose = [&](zk_lease& l) -> awaitable<void> { co_await delete_node(l.name()); };
-            co_await corolock::test::check_lock_meter(kit);
+            auto lose = [](zk_lease& l) -> awaitable<void> { co_await delete_node(l.name()); };
+            co_await corolock::test::check_lock_meter(
+                corolock::test::server_meter_kit<zk_mutex>(a, b, bad, lose));
             BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
         },
         60s);
