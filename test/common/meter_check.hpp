@@ -101,7 +101,8 @@ boost::asio::awaitable<error_code> thrown_by(F f) {
 }
 
 // Grant, try that finds the lock held, try that grants, timeout, cancellation, error, a body
-// that throws, a lease lost during the body; after each step the meter's counts are exact.
+// that throws, a lease lost during the body or as it returns; after each step the meter's
+// counts are exact.
 template <unfenced_lock_handle M>
 boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
     namespace asio = boost::asio;
@@ -243,6 +244,17 @@ boost::asio::awaitable<void> check_lock_meter(meter_kit<M> kit) {
     want.granted = 4;
     want.lost = 1;
     check_meter(meter, want, "lease lost during the body");
+
+    // A lease lost while the body returns at once: whether the loss or the body's end is seen
+    // first (the release then finds the lease lost), it is thrown and counted once.
+    const error_code lost_at_end = co_await thrown_by([&]() -> asio::awaitable<void> {
+        co_await with_lock(
+            a, [&](lease_type& l) -> asio::awaitable<void> { co_await kit.lose(l); }, &meter);
+    });
+    BOOST_TEST(lost_at_end == condition::lock_lost, lost_at_end.message());
+    want.granted = 5;
+    want.lost = 2;
+    check_meter(meter, want, "lease lost as the body returns");
 
     // Whatever happened, the lock is free again.
     const bool free =
