@@ -58,7 +58,7 @@ server_meter_kit(M& a, M& b, M& bad,
     kit.a = &a;
     kit.b = &b;
     kit.bad = &bad;
-    kit.short_wait = std::chrono::milliseconds(200);
+    kit.short_wait = std::chrono::milliseconds(500); // answered well within it, even loaded
     kit.progress = []() -> boost::asio::awaitable<void> {
         boost::asio::steady_timer t(co_await boost::asio::this_coro::executor,
                                     std::chrono::milliseconds(50));
