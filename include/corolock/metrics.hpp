@@ -231,7 +231,7 @@ struct lock_meter_state;
 ///
 /// Thread safety: every member may be called from any thread at once (relaxed atomics, as the
 /// connection's own counters: a snapshot taken under load may be a few events apart between
-/// fields). Not copyable or movable: the metered calls keep a reference to it.
+/// fields). Not copyable or movable: the metered calls keep its address.
 class COROLOCK_DECL lock_meter {
 public:
     /// All counters at zero.
