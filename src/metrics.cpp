@@ -1,9 +1,11 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/lock_metrics.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/mutex.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <ostream>
 #include <vector>
 
@@ -154,7 +156,59 @@ private:
     std::vector<metric_label> labels_;
 };
 
+// The families that a connection's lock_stats and a lock_meter share, written alike.
+void acquire_families(exposition& e, std::span<const std::uint64_t, acquire_outcome_count> acquires,
+                      const duration_histogram& wait) {
+    e.family("acquires_total", "counter", "Lock acquisitions, by outcome.");
+    for (std::size_t i = 0; i < acquire_outcome_count; ++i)
+        e.sample("acquires_total", "outcome", outcome_names[i], acquires[i]);
+    e.histogram("acquire_wait_seconds", "Time from the acquire call to the grant.", wait);
+}
+
+void hold_family(exposition& e, const duration_histogram& hold) {
+    e.histogram("lease_hold_seconds", "Time from the grant to the release or the loss.", hold);
+}
+
 } // namespace
+
+namespace detail {
+
+struct lock_meter_state {
+    std::array<std::atomic<std::uint64_t>, acquire_outcome_count> acquires{};
+    std::atomic<std::uint64_t> leases_lost{0};
+    atomic_histogram acquire_wait;
+    atomic_histogram hold;
+};
+
+} // namespace detail
+
+lock_meter::lock_meter() : state_(std::make_unique<detail::lock_meter_state>()) {}
+
+lock_meter::~lock_meter() = default;
+
+void lock_meter::record_acquire(const error_code& ec, bool granted,
+                                std::chrono::nanoseconds wait) noexcept {
+    const acquire_outcome o = detail::outcome_of(ec, granted);
+    state_->acquires[static_cast<std::size_t>(o)].fetch_add(1, std::memory_order_relaxed);
+    if (o == acquire_outcome::granted)
+        state_->acquire_wait.observe(wait);
+}
+
+void lock_meter::record_hold(std::chrono::nanoseconds held, bool lost) noexcept {
+    state_->hold.observe(held);
+    if (lost)
+        state_->leases_lost.fetch_add(1, std::memory_order_relaxed);
+}
+
+lock_meter_stats lock_meter::snapshot() const noexcept {
+    lock_meter_stats s;
+    for (std::size_t i = 0; i < acquire_outcome_count; ++i)
+        s.acquires[i] = state_->acquires[i].load(std::memory_order_relaxed);
+    s.leases_lost = state_->leases_lost.load(std::memory_order_relaxed);
+    s.acquire_wait = state_->acquire_wait.snapshot();
+    s.hold = state_->hold.snapshot();
+    return s;
+}
 
 std::string_view to_string(acquire_outcome o) noexcept {
     const auto i = static_cast<std::size_t>(o);
@@ -191,10 +245,7 @@ std::size_t duration_histogram::bucket_of(duration d) noexcept {
 void write_prometheus(std::string& out, const lock_stats& s, std::string_view prefix,
                       std::span<const metric_label> labels) {
     exposition e(out, prefix, labels);
-    e.family("acquires_total", "counter", "Lock acquisitions, by outcome.");
-    for (std::size_t i = 0; i < acquire_outcome_count; ++i)
-        e.sample("acquires_total", "outcome", outcome_names[i], s.acquires[i]);
-    e.histogram("acquire_wait_seconds", "Time from the acquire call to the grant.", s.acquire_wait);
+    acquire_families(e, s.acquires, s.acquire_wait);
     e.single("lock_attempts_total", "counter", "Acquire scripts sent.", s.attempts);
     e.family("lock_wakeups_total", "counter", "Waiting heads woken, by what woke them.");
     e.sample("lock_wakeups_total", "by", "handoff", s.handoffs);
@@ -214,7 +265,7 @@ void write_prometheus(std::string& out, const lock_stats& s, std::string_view pr
     e.family("leases_lost_total", "counter", "Held leases lost, by reason.");
     for (std::size_t i = 0; i < lease_loss_count; ++i)
         e.sample("leases_lost_total", "reason", loss_names[i], s.lost[i]);
-    e.histogram("lease_hold_seconds", "Time from the grant to the release or the loss.", s.hold);
+    hold_family(e, s.hold);
     if (s.by_name.empty())
         return;
     e.family("named_acquires_total", "counter", "Lock acquisitions, by lock name and outcome.");
@@ -234,6 +285,14 @@ void write_prometheus(std::string& out, const lock_stats& s, std::string_view pr
         e.histogram_samples("named_lease_hold_seconds", n.hold);
         e.pop_label();
     }
+}
+
+void write_prometheus(std::string& out, const lock_meter_stats& s, std::string_view prefix,
+                      std::span<const metric_label> labels) {
+    exposition e(out, prefix, labels);
+    acquire_families(e, s.acquires, s.acquire_wait);
+    e.single("leases_lost_total", "counter", "Held leases lost.", s.leases_lost);
+    hold_family(e, s.hold);
 }
 
 void write_prometheus(std::string& out, const connection_stats& s, bool connected,

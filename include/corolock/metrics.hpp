@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -197,12 +198,76 @@ COROLOCK_DECL void write_prometheus(std::string& out, const lock_stats& s,
                                     std::string_view prefix = "corolock",
                                     std::span<const metric_label> labels = {});
 
+/// A snapshot of a `lock_meter`: what generic code measured of the acquisitions and leases of
+/// any lock handle (lock_concepts.hpp) it was given. Durations are real time (`steady_clock`),
+/// whatever the handle's clock. doc/metrics.md says what each means.
+struct lock_meter_stats {
+    /// Acquisitions by outcome, indexed by `acquire_outcome`: one per metered acquire.
+    std::array<std::uint64_t, acquire_outcome_count> acquires{};
+    /// Held leases lost (during the body, or found lost by the release), each counted once.
+    std::uint64_t leases_lost = 0;
+    /// From the acquire call to the grant, of every granted acquisition (its count is
+    /// `acquires[granted]`).
+    duration_histogram acquire_wait;
+    /// From the grant to the release (when it is sent) or to the loss that ended the body.
+    /// Leases still held are not in it.
+    duration_histogram hold;
+
+    /// `acquires` for the outcome `o`.
+    std::uint64_t acquired(acquire_outcome o) const noexcept {
+        return acquires[static_cast<std::size_t>(o)];
+    }
+};
+
+namespace detail {
+struct lock_meter_state;
+} // namespace detail
+
+/// Counters for generic code that takes any lock handle: pass its address as the last argument
+/// of `with_lock`, `with_lock_for`, `with_lock_until` or `try_with_lock` (with_lock.hpp), which
+/// record every acquisition's outcome and wait and every lease's hold and loss. Not tied to a
+/// backend or a connection: one meter may count the locks of several handles and backends
+/// (for one series per lock, use one meter per lock).
+///
+/// Thread safety: every member may be called from any thread at once (relaxed atomics, as the
+/// connection's own counters: a snapshot taken under load may be a few events apart between
+/// fields). Not copyable or movable: the metered calls keep its address.
+class COROLOCK_DECL lock_meter {
+public:
+    /// All counters at zero.
+    lock_meter();
+    ~lock_meter();
+    lock_meter(const lock_meter&) = delete;
+    lock_meter& operator=(const lock_meter&) = delete;
+
+    /// Counts one acquisition that completed with `ec` and, if `granted`, a lease (an empty
+    /// lease with no error is `busy`), and its `wait` when granted. `with_lock` and its forms
+    /// call it; generic code that acquires by hand calls it the same way.
+    void record_acquire(const error_code& ec, bool granted, std::chrono::nanoseconds wait) noexcept;
+    /// Counts the end of one granted lease, held for `held`, and whether it was `lost`.
+    void record_hold(std::chrono::nanoseconds held, bool lost) noexcept;
+    /// The counters now. Any thread; never blocks.
+    lock_meter_stats snapshot() const noexcept;
+
+private:
+    std::unique_ptr<detail::lock_meter_state> state_;
+};
+
 class connection;
 struct connection_stats;
 
 /// Appends a connection's own counters (`connection::stats()`) as `<prefix>_connection_*`
 /// families, and `<prefix>_connection_up` (`connected`: 1 or 0), in the same format.
 COROLOCK_DECL void write_prometheus(std::string& out, const connection_stats& s, bool connected,
+                                    std::string_view prefix = "corolock",
+                                    std::span<const metric_label> labels = {});
+
+/// Appends a `lock_meter`'s counters in the same format, with the families of `lock_stats` that
+/// mean the same: `<prefix>_acquires_total{outcome}`, `<prefix>_acquire_wait_seconds`,
+/// `<prefix>_leases_lost_total` (no `reason`: a meter does not know it) and
+/// `<prefix>_lease_hold_seconds`. Give a meter a prefix of its own (or write it into another
+/// scrape than a connection's): each family must appear once per exposition.
+COROLOCK_DECL void write_prometheus(std::string& out, const lock_meter_stats& s,
                                     std::string_view prefix = "corolock",
                                     std::span<const metric_label> labels = {});
 

@@ -3,6 +3,7 @@
 // backend; test/unit/local_mutex.cpp runs the same checker over the in-process one.
 #include "common/coro_test.hpp"
 #include "common/exclusion_check.hpp"
+#include "common/meter_check.hpp"
 #include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include <corolock/mutex.hpp>
@@ -49,6 +50,22 @@ BOOST_FIXTURE_TEST_CASE(with_lock_over_redis_through_the_concept, corolock::test
         BOOST_TEST((seen.backend() == corolock::lock_backend::redis));
         BOOST_TEST(seen.value() > 0u);
         BOOST_TEST(!exists("lock:concept:scoped"));
+    });
+}
+
+// The lock_meter check (test/common/meter_check.hpp) over Redis: the holder's lease is lost by
+// a force-unlock from the other connection.
+BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_redis, corolock::test::server_fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex a(conn, "lock:concept:metered", lease_of(10s));
+        corolock::mutex b(peer, "lock:concept:metered", lease_of(10s));
+        corolock::mutex bad(conn, "", lease_of(10s));
+        auto lose = [&](corolock::lease&) -> awaitable<void> {
+            BOOST_TEST(co_await b.async_force_unlock(asio::use_awaitable));
+        };
+        co_await corolock::test::check_lock_meter(
+            corolock::test::server_meter_kit<corolock::mutex>(a, b, bad, lose));
+        BOOST_TEST(!exists("lock:concept:metered"));
     });
 }
 

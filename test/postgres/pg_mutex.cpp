@@ -2,6 +2,7 @@
 #include "common/child_process.hpp"
 #include "common/coro_test.hpp"
 #include "common/exclusion_check.hpp"
+#include "common/meter_check.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
 #include <corolock/pg_mutex.hpp>
@@ -686,6 +687,24 @@ BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker_and_with_lock_over_postgres, f
         });
         BOOST_TEST(ran);
         BOOST_TEST(rows_of("concept") == "0");
+        c.stop();
+    }());
+}
+
+// The lock_meter check (test/common/meter_check.hpp) over two connections: the holder's lease
+// is lost when its row is deleted behind its back (an administrator's force-unlock).
+BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_postgres, fixture) {
+    corolock::test::pg_clients c(ioc, {config(), config()});
+    auto &a = c[0], &b = c[1];
+    run([&]() -> awaitable<void> {
+        mutex ma(a, "metered", lease_of(1s)), mb(b, "metered", lease_of(1s)), bad(a, "");
+        auto lose = [&](pg_lease&) -> awaitable<void> {
+            co_await off_loop(
+                [&] { srv.sql("DELETE FROM corolock_locks WHERE name = 'metered'"); });
+        };
+        co_await corolock::test::check_lock_meter(
+            corolock::test::server_meter_kit<mutex>(ma, mb, bad, lose));
+        BOOST_TEST(rows_of("metered") == "0");
         c.stop();
     }());
 }

@@ -3,6 +3,7 @@
 // sleeps: time moves only through local_backend::advance.
 #include "common/coro_test.hpp"
 #include "common/exclusion_check.hpp"
+#include "common/meter_check.hpp"
 #include <corolock/local_mutex.hpp>
 #include <corolock/with_lock.hpp>
 
@@ -420,6 +421,30 @@ BOOST_FIXTURE_TEST_CASE(generic_exclusion_checker, fixture) {
         const auto r = co_await corolock::test::check_exclusion<corolock::local_mutex>(
             handles, 3, 20, []() -> awaitable<void> { co_await settle(); });
         BOOST_TEST(r.exclusive(3 * 3 * 20), "local: " << r);
+    });
+}
+
+// The lock_meter check written once against the concept (test/common/meter_check.hpp): every
+// path of the metered with_lock forms, counted exactly, with time moved only by advance.
+BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::local_mutex a(backend, "metered"), b(backend, "metered"), bad(backend, "");
+        corolock::test::meter_kit<corolock::local_mutex> kit;
+        kit.a = &a;
+        kit.b = &b;
+        kit.bad = &bad;
+        kit.short_wait = 100ms;
+        kit.progress = settle;
+        kit.pass = [&](local_lease::clock::duration d) -> awaitable<void> {
+            co_await settle();
+            backend.advance(d);
+            co_await settle();
+        };
+        kit.lose = [&](local_lease&) -> awaitable<void> {
+            BOOST_TEST(a.force_unlock());
+            co_return;
+        };
+        co_await corolock::test::check_lock_meter(kit);
     });
 }
 

@@ -405,6 +405,52 @@ BOOST_AUTO_TEST_CASE(connection_series) {
     BOOST_TEST(down.find("corolock_connection_up 0\n") != std::string::npos);
 }
 
+// A lock_meter: only grants enter the wait histogram, a loss counts apart from its hold, and its
+// text uses the connection's family names and format (leases_lost_total without a reason).
+BOOST_AUTO_TEST_CASE(lock_meter_counts_and_its_prometheus_text) {
+    corolock::lock_meter meter;
+    meter.record_acquire({}, true, 120us);
+    meter.record_acquire({}, true, 1500ms);
+    meter.record_acquire({}, false, 5s); // busy: no wait sample
+    meter.record_acquire(error::acquire_timeout, false, 2s);
+    meter.record_acquire(boost::asio::error::operation_aborted, false, 1s);
+    meter.record_acquire(error::invalid_name, false, 0ns);
+    meter.record_hold(3s, false);
+    meter.record_hold(40s, true);
+    const corolock::lock_meter_stats s = meter.snapshot();
+    BOOST_TEST(s.acquired(acquire_outcome::granted) == 2u);
+    BOOST_TEST(s.acquired(acquire_outcome::busy) == 1u);
+    BOOST_TEST(s.acquired(acquire_outcome::cancelled) == 1u);
+    BOOST_TEST(s.acquired(acquire_outcome::error) == 1u);
+    BOOST_TEST(s.acquire_wait.count == 2u);
+    BOOST_TEST(s.hold.count == 2u);
+    BOOST_TEST(s.leases_lost == 1u);
+    const corolock::metric_label labels[] = {{"lock", "orders"}};
+    std::string out;
+    corolock::write_prometheus(out, s, "app_meter", labels);
+    // The same acquisition families as a connection's, sample for sample.
+    corolock::lock_stats same;
+    same.acquires = s.acquires;
+    same.acquire_wait = s.acquire_wait;
+    same.hold = s.hold;
+    std::string conn_text;
+    corolock::write_prometheus(conn_text, same, "app_meter", labels);
+    const auto lost_at = out.find("# HELP app_meter_leases_lost_total");
+    BOOST_TEST(out.substr(0, lost_at) ==
+               conn_text.substr(0, conn_text.find("# HELP app_meter_lock_attempts_total")));
+    const std::string hold = "# HELP app_meter_lease_hold_seconds";
+    BOOST_TEST(out.substr(lost_at, out.find(hold) - lost_at) ==
+               "# HELP app_meter_leases_lost_total Held leases lost.\n"
+               "# TYPE app_meter_leases_lost_total counter\n"
+               "app_meter_leases_lost_total{lock=\"orders\"} 1\n");
+    BOOST_TEST(out.substr(out.find(hold)) == conn_text.substr(conn_text.find(hold)));
+    BOOST_TEST(out.find("app_meter_lease_hold_seconds_bucket{lock=\"orders\",le=\"5\"} 1\n") !=
+               std::string::npos);
+    BOOST_TEST(out.ends_with("app_meter_lease_hold_seconds_count{lock=\"orders\"} 2\n"));
+    BOOST_TEST(out.find("app_meter_acquire_wait_seconds_sum{lock=\"orders\"} 1.50012\n") !=
+               std::string::npos);
+}
+
 // doc/metrics.md names every family write_prometheus writes, and states the options' defaults.
 BOOST_AUTO_TEST_CASE(doc_names_every_family_and_the_defaults) {
     const std::string doc = corolock::test::doc_text("metrics.md");

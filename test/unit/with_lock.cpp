@@ -168,6 +168,20 @@ BOOST_FIXTURE_TEST_CASE(a_throwing_body_is_rethrown_after_the_release, lock_fixt
         }
         BOOST_TEST(caught);
         BOOST_TEST(co_await free_now());
+        // A plain function returning an awaitable throws when called, before any suspension:
+        // the same release, the same rethrow (and a meter counts its hold).
+        caught = false;
+        corolock::lock_meter meter;
+        try {
+            co_await corolock::with_lock(
+                m, [](local_lease&) -> awaitable<void> { throw std::logic_error("at once"); },
+                &meter);
+        } catch (const std::logic_error&) {
+            caught = true;
+        }
+        BOOST_TEST(caught);
+        BOOST_TEST(co_await free_now());
+        BOOST_TEST(meter.snapshot().hold.count == 1u);
     });
 }
 

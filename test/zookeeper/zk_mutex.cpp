@@ -4,6 +4,7 @@
 // exclusion checker, and a node deleted by someone else.
 #include "common/exclusion_check.hpp"
 #include "common/fault_proxy.hpp"
+#include "common/meter_check.hpp"
 #include "common/redis_process.hpp"
 #include "zk_test.hpp"
 #include <corolock/with_lock.hpp>
@@ -47,6 +48,20 @@ struct zk_fixture {
 };
 
 constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+// Someone else (kazoo, another client) deletes `node`.
+awaitable<void> delete_node(std::string node) {
+    co_await corolock::test::off_loop([&] {
+        const auto r =
+            corolock::test::run_program({"/usr/bin/python3", "-c",
+                                         "import sys\nfrom kazoo.client import "
+                                         "KazooClient\nk=KazooClient(hosts=sys.argv[1])\n"
+                                         "k.start()\nk.delete(sys.argv[2])\nk.stop()",
+                                         shared_zk().connect_string(), node},
+                                        20s);
+        BOOST_TEST(r.exit_code == 0, r.output);
+    });
+}
 
 } // namespace
 
@@ -197,17 +212,7 @@ BOOST_FIXTURE_TEST_CASE(fenced_write_and_deletion_by_anyone, zk_fixture) {
         BOOST_TEST(co_await c->async_get("/corolock/test/fenced-data", asio::use_awaitable) ==
                    "two");
         // Someone else (kazoo, another client) deletes the lock node.
-        const auto node = l.name();
-        co_await corolock::test::off_loop([&] {
-            const auto r =
-                corolock::test::run_program({"/usr/bin/python3", "-c",
-                                             "import sys\nfrom kazoo.client import "
-                                             "KazooClient\nk=KazooClient(hosts=sys.argv[1])\n"
-                                             "k.start()\nk.delete(sys.argv[2])\nk.stop()",
-                                             shared_zk().connect_string(), node},
-                                            20s);
-            BOOST_TEST(r.exit_code == 0, r.output);
-        });
+        co_await delete_node(l.name());
         auto [lost] = co_await l.async_wait_lost(tuple);
         BOOST_TEST(lost == corolock::error::lease_lost);
         BOOST_TEST(l.lost());
@@ -515,6 +520,25 @@ BOOST_FIXTURE_TEST_CASE(read_write_lock_on_the_same_recipe, zk_fixture) {
         co_await r3.async_release(asio::use_awaitable);
         BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
     });
+}
+
+// The lock_meter check (test/common/meter_check.hpp) over two sessions: the holder's lease is
+// lost when another client deletes its node.
+BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_zookeeper, zk_fixture) {
+    run(
+        [&]() -> awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            running_zk c(ex, zk_test_config());
+            running_zk d(ex, zk_test_config());
+            zk_mutex a(*c, "/corolock/test/metered");
+            zk_mutex b(*d, "/corolock/test/metered");
+            zk_mutex bad(*c, "relative");
+            auto lose = [](zk_lease& l) -> awaitable<void> { co_await delete_node(l.name()); };
+            co_await corolock::test::check_lock_meter(
+                corolock::test::server_meter_kit<zk_mutex>(a, b, bad, lose));
+            BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
+        },
+        60s);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
