@@ -33,6 +33,14 @@ ending open(pg_session_fsm& f, pg_backend self, ending how = ending::already_gon
     return f.on_opened(self, how);
 }
 
+// A connection whose first session dropped with a statement in flight.
+pg_session_fsm after_a_drop() {
+    pg_session_fsm f(1s);
+    open(f, first);
+    f.on_disconnect(1);
+    return f;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(pg_session_fsm_suite)
@@ -75,9 +83,7 @@ BOOST_AUTO_TEST_CASE(a_session_dropped_idle_leaves_nothing_to_end) {
 // The race the opening statement exists for: the next session drops too before its answer. Only
 // the opening statement was out, so that session is nobody's concern; the first still is.
 BOOST_AUTO_TEST_CASE(a_drop_while_opening_keeps_the_predecessor_to_end) {
-    pg_session_fsm f(1s);
-    open(f, first);
-    f.on_disconnect(5);
+    auto f = after_a_drop();
     BOOST_TEST(f.on_connected().predecessor == first);
     BOOST_TEST(f.on_disconnect(1) == ended::clean);
     BOOST_TEST(f.on_connected().predecessor == first);
@@ -89,9 +95,7 @@ BOOST_AUTO_TEST_CASE(a_drop_while_opening_keeps_the_predecessor_to_end) {
 // Whatever the terminate came to, the predecessor is forgotten: a warning is all that is left.
 BOOST_AUTO_TEST_CASE(a_failed_or_late_terminate_is_reported_once) {
     for (auto how : {ending::still_running, ending::failed}) {
-        pg_session_fsm f(1s);
-        open(f, first);
-        f.on_disconnect(1);
+        auto f = after_a_drop();
         f.on_connected();
         BOOST_TEST(f.on_opened(second, how) == how);
         BOOST_TEST(!f.predecessor());
@@ -109,9 +113,7 @@ BOOST_AUTO_TEST_CASE(a_session_of_unknown_identity_cannot_be_ended) {
 }
 
 BOOST_AUTO_TEST_CASE(an_answer_after_the_drop_changes_nothing) {
-    pg_session_fsm f(1s);
-    open(f, first);
-    f.on_disconnect(1);
+    auto f = after_a_drop();
     BOOST_TEST(f.on_opened(second, ending::terminated) == ending::none);
     BOOST_TEST(f.current() == state::closed);
     BOOST_TEST(f.predecessor() == first);
