@@ -5,6 +5,7 @@ find_package(PostgreSQL REQUIRED)
 
 set(COROLOCK_POSTGRES_SOURCES
     src/core/pg_lock_sql.cpp
+    src/core/pg_session_fsm.cpp
     src/io/pg_connection_impl.cpp
     src/io/pg_lock_service.cpp
     src/pg_connection.cpp

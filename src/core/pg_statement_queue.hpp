@@ -56,11 +56,11 @@ public:
 
     // Marks every queued statement sent, in order, calling `send(item)` for each; stops at the
     // first `send` that returns false (the connection is broken: that one is marked sent too,
-    // its outcome being unknown). Returns how many were sent.
+    // its outcome being unknown), or after `max`. Returns how many were sent.
     template <class Send>
-    std::size_t send_queued(Send&& send) {
+    std::size_t send_queued(Send&& send, std::size_t max = SIZE_MAX) {
         std::size_t n = 0;
-        while (sent_ < entries_.size()) {
+        while (sent_ < entries_.size() && n < max) {
             auto& e = entries_[sent_];
             e.st = state::sent;
             ++sent_;

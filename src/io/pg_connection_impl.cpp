@@ -53,12 +53,26 @@ std::uint64_t affected_from_tag(std::string_view tag) noexcept {
     return ec == std::errc() && p == digits.data() + digits.size() ? n : 0;
 }
 
+// How long a new session waits for its predecessor to exit: below two health check intervals, so
+// that the wait itself never drops the session (the connect timeout when the check is off).
+std::chrono::steady_clock::duration terminate_wait(const pg_config& cfg) noexcept {
+    if (cfg.health_check_interval > std::chrono::steady_clock::duration::zero())
+        return cfg.health_check_interval;
+    if (cfg.connect_timeout > std::chrono::steady_clock::duration::zero())
+        return cfg.connect_timeout;
+    return 5s;
+}
+
+std::string pid_text(const std::optional<pg_backend>& b) {
+    return b ? "pid " + std::to_string(b->pid) : std::string("pid unknown");
+}
+
 } // namespace
 
 pg_connection_impl::pg_connection_impl(executor_type ex, pg_config cfg, logger log)
     : ex_(ex), strand_(asio::make_strand(ex)), cfg_(std::move(cfg)), log_(std::move(log)),
       sd_(strand_), retry_timer_(strand_), connect_timer_(strand_), health_timer_(strand_),
-      expiry_timer_(strand_), rng_(std::random_device{}()) {}
+      expiry_timer_(strand_), sessions_(terminate_wait(cfg_)), rng_(std::random_device{}()) {}
 
 pg_connection_impl::~pg_connection_impl() {
     if (sd_.is_open())
@@ -265,6 +279,7 @@ asio::awaitable<error_code> pg_connection_impl::session() {
     // before its wake-up channel is heard.
     for (auto it = listeners_.rbegin(); it != listeners_.rend(); ++it)
         listen_statement(it->first, true, true);
+    open_session(sessions_.on_connected()); // before them; the rest waits for its answer
     probe_in_flight_ = false;
     arm_health();
     if (on_connected)
@@ -323,6 +338,12 @@ void pg_connection_impl::close_connection(error_code why) {
     if (conn_ != nullptr)
         PQfinish(conn_);
     conn_ = nullptr;
+    const auto ended = sessions_.on_disconnect(queue_.in_flight());
+    if (!user_stopped_ && ended == pg_session_fsm::ended::identity_unknown &&
+        log_.enabled(logger::level::warning))
+        log_.log(logger::level::warning,
+                 "postgres: the session's identity is unknown, so the next one cannot end it: "
+                 "statements it had in flight may still run after the next session's");
     // Sent statements: their outcome is unknown; they are never sent again.
     const error_code lost = user_stopped_ ? error_code(asio::error::operation_aborted)
                                           : error_code(error::connection_lost);
@@ -349,28 +370,35 @@ void pg_connection_impl::submit(std::shared_ptr<pg_statement> st) {
 }
 
 void pg_connection_impl::send_queued() {
+    if (sessions_.may_send())
+        send(SIZE_MAX);
+}
+
+void pg_connection_impl::send(std::size_t max) {
     if (conn_ == nullptr || !connected_.load() || queue_.queued() == 0)
         return;
     bool ok = true;
-    queue_.send_queued([&](const std::shared_ptr<pg_statement>& st) {
-        for (const auto& q : st->queries) {
-            std::vector<const char*> values;
-            values.reserve(q.params.size());
-            for (const auto& p : q.params)
-                values.push_back(p ? p->c_str() : nullptr);
-            if (PQsendQueryParams(conn_, q.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                                  values.data(), nullptr, nullptr, 0) != 1) {
+    queue_.send_queued(
+        [&](const std::shared_ptr<pg_statement>& st) {
+            for (const auto& q : st->queries) {
+                std::vector<const char*> values;
+                values.reserve(q.params.size());
+                for (const auto& p : q.params)
+                    values.push_back(p ? p->c_str() : nullptr);
+                if (PQsendQueryParams(conn_, q.sql.c_str(), static_cast<int>(values.size()),
+                                      nullptr, values.data(), nullptr, nullptr, 0) != 1) {
+                    ok = false;
+                    return false;
+                }
+            }
+            statements_.fetch_add(1, std::memory_order_relaxed);
+            if (PQpipelineSync(conn_) != 1) {
                 ok = false;
                 return false;
             }
-        }
-        statements_.fetch_add(1, std::memory_order_relaxed);
-        if (PQpipelineSync(conn_) != 1) {
-            ok = false;
-            return false;
-        }
-        return true;
-    });
+            return true;
+        },
+        max);
     if (!ok) {
         if (log_.enabled(logger::level::warning))
             log_.log(logger::level::warning, "postgres: send failed: " + libpq_message(conn_));
@@ -563,6 +591,82 @@ void pg_connection_impl::deliver_notifications() {
             }
         }
     }
+}
+
+void pg_connection_impl::open_session(const pg_session_fsm::opening& o) {
+    std::vector<pg_query> qs;
+    qs.push_back(pg_query{std::string(pg_session_sql::identity), {}});
+    const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(o.wait).count();
+    if (o.predecessor) {
+        // After the identity, which its failure must not skip; the session's only statement,
+        // so the terminate's wait holds everything else back in the server as well.
+        qs.push_back(pg_query{
+            std::string(pg_session_sql::terminate),
+            {std::to_string(o.predecessor->pid), o.predecessor->started, std::to_string(wait_ms)}});
+        if (log_.enabled(logger::level::info))
+            log_.log(logger::level::info, "postgres: ending the previous session (" +
+                                              pid_text(o.predecessor) +
+                                              "), which had statements in flight, first");
+    }
+    auto st = make_statement(std::move(qs), [this, session = session_, pred = o.predecessor,
+                                             wait_ms](error_code, pg_statement& s) {
+        if (session != session_)
+            return; // dropped meanwhile: the predecessor is still to end
+        std::optional<pg_backend> self;
+        const auto& id = s.results[0];
+        if (id.error_message().empty() && id.rows() == 1 && id.columns() == 2)
+            self = pg_session_sql::decode_identity(id.value(0, 0), id.value(0, 1));
+        if (!self && log_.enabled(logger::level::warning))
+            log_.log(logger::level::warning,
+                     "postgres: cannot read the session's identity (" +
+                         (id.error_message().empty() ? std::string("no row") : id.error_message()) +
+                         "): if it drops with statements in flight, the next session cannot end "
+                         "it first");
+        auto how = pg_session_fsm::ending::none;
+        std::string why;
+        if (s.results.size() > 1) {
+            const auto& t = s.results[1];
+            why = t.error_message();
+            how = pg_session_sql::decode_terminate(!why.empty() || t.command_status().empty(),
+                                                   t.rows(), t.rows() == 1 ? t.value(0, 0) : "");
+        }
+        const auto ending = sessions_.on_opened(std::move(self), how);
+        const std::string risk = "; statements it still had may run after this session's (a lock "
+                                 "attempt undone meanwhile then keeps its row until its lease "
+                                 "ends)";
+        switch (ending) {
+        case pg_session_fsm::ending::none:
+            break;
+        case pg_session_fsm::ending::terminated:
+            if (log_.enabled(logger::level::info))
+                log_.log(logger::level::info,
+                         "postgres: ended the previous session (" + pid_text(pred) +
+                             ") before this one ran anything: none of its statements runs after "
+                             "this session's");
+            break;
+        case pg_session_fsm::ending::already_gone:
+            if (log_.enabled(logger::level::info))
+                log_.log(logger::level::info,
+                         "postgres: the previous session (" + pid_text(pred) + ") had ended");
+            break;
+        case pg_session_fsm::ending::still_running:
+            if (log_.enabled(logger::level::warning))
+                log_.log(logger::level::warning, "postgres: the previous session (" +
+                                                     pid_text(pred) + ") did not end within " +
+                                                     std::to_string(wait_ms) + " ms" + risk);
+            break;
+        case pg_session_fsm::ending::failed:
+            if (log_.enabled(logger::level::warning))
+                log_.log(logger::level::warning,
+                         "postgres: cannot end the previous session (" + pid_text(pred) +
+                             "): " + (why.empty() ? "no answer" : why) + risk);
+            break;
+        }
+        send_queued();
+    });
+    st->results.assign(st->queries.size(), pg_result());
+    st->id = queue_.push(st, clock::now(), true);
+    send(1);
 }
 
 void pg_connection_impl::listen_statement(const std::string& channel, bool listen, bool front) {

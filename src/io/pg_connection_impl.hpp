@@ -6,6 +6,7 @@
 #define COROLOCK_SRC_IO_PG_CONNECTION_IMPL_HPP
 
 #include "core/backoff.hpp"
+#include "core/pg_session_fsm.hpp"
 #include "core/pg_statement_queue.hpp"
 #include <corolock/pg_connection.hpp>
 
@@ -134,7 +135,12 @@ private:
     boost::asio::awaitable<error_code> session();
     void reassign_socket();
     void close_connection(error_code why);
+    // Sends what is queued, once the session is open (pg_session_fsm).
     void send_queued();
+    // Hands up to `max` queued statements to libpq, in order.
+    void send(std::size_t max);
+    // The session's first statement: ends the predecessor if it must, learns this one's identity.
+    void open_session(const pg_session_fsm::opening& o);
     void flush();
     void read_results();
     void deliver_notifications();
@@ -157,6 +163,7 @@ private:
     boost::asio::steady_timer health_timer_;
     boost::asio::steady_timer expiry_timer_;
     pg_statement_queue<std::shared_ptr<pg_statement>> queue_;
+    pg_session_fsm sessions_;
     std::map<std::string, std::vector<std::weak_ptr<pg_listener_state>>> listeners_;
     std::optional<boost::asio::any_completion_handler<void(error_code)>> run_handler_;
     std::optional<error_code> drop_reason_;

@@ -20,6 +20,8 @@
 
 #include <array>
 #include <csignal>
+#include <fstream>
+#include <signal.h>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -500,43 +502,118 @@ BOOST_FIXTURE_TEST_CASE(a_server_restart_is_ridden_out, fixture) {
     }());
 }
 
-// An attempt whose answer is lost (the server froze with it on the wire, the health check
-// dropped the connection) is undone by an owner-checked delete queued before the next attempt:
-// the frozen backend's grant, committed when it thaws, does not keep the lock for its lease.
-BOOST_FIXTURE_TEST_CASE(an_unknown_outcome_is_undone_before_the_next_attempt, fixture) {
-    corolock::test::log_capture log;
-    corolock::pg_connection conn(ioc.get_executor(), config(),
-                                 log.make(corolock::logger::level::info));
-    conn.async_run(asio::detached);
-    run([&]() -> awaitable<void> {
-        pg_result r;
-        co_await conn.async_query("SELECT 1", r); // connected, listening
-        mutex m(conn, "unknown", lease_of(3s));
-        srv.pause();
-        bool done = false;
-        error_code ec;
-        pg_lease got;
+namespace {
+
+// An acquire (waiting up to 20 s) left running while the test provokes a fault: when it ends,
+// `done`, its error and its lease.
+struct background_acquire {
+    bool done = false;
+    error_code ec;
+    pg_lease got;
+
+    void start(asio::io_context& ioc, mutex& m) {
         asio::co_spawn(
             ioc,
-            [&]() -> awaitable<void> {
+            [this, &m]() -> awaitable<void> {
                 auto [e, l] = co_await m.async_acquire_for(20s, tuple_deferred);
                 ec = e;
                 got = std::move(l);
                 done = true;
             },
             asio::detached);
-        // The health check (300 ms) drops the connection after two silent intervals.
-        BOOST_TEST(co_await eventually([&] { return log.contains("health check"); }, 5s));
-        const auto thawed = clock_type::now();
-        srv.resume();
-        BOOST_TEST(co_await eventually([&] { return done; }, 10s));
-        BOOST_TEST(!ec, ec.message());
-        BOOST_TEST(got.valid());
-        // Well within the 3 s lease the frozen grant would otherwise have kept.
-        BOOST_TEST((clock_type::now() - thawed < 2s));
-        BOOST_TEST(log.contains("undid an attempt"));
-        co_await got.async_release();
-        BOOST_TEST(rows_of("unknown") == "0");
+    }
+};
+
+} // namespace
+
+// An attempt whose answer is lost (the server froze with it on the wire, the health check
+// dropped the connection) is undone by an owner-checked delete queued before the next attempt.
+// The frozen backend is a process of its own that runs the attempt when it thaws, whenever the
+// machine schedules it: the new session ends it (or finds it gone) before the undo can run, so
+// its grant never outlives the undo.
+BOOST_FIXTURE_TEST_CASE(an_unknown_outcome_is_undone_before_the_next_attempt, fixture) {
+    corolock::test::log_capture log;
+    corolock::pg_connection conn(ioc.get_executor(), config(),
+                                 log.make(corolock::logger::level::info));
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "unknown", lease_of(3s));
+        for (std::size_t round = 1; round <= 3; ++round) {
+            pg_result r;
+            co_await conn.async_query("SELECT 1", r); // connected, listening
+            srv.pause();
+            background_acquire a;
+            a.start(ioc, m);
+            // The health check (300 ms) drops the connection after two silent intervals.
+            BOOST_TEST(co_await eventually(
+                [&] { return log.count("no answer within the health check") == round; }, 5s));
+            const auto thawed = clock_type::now();
+            srv.resume();
+            BOOST_TEST(co_await eventually([&] { return a.done; }, 10s));
+            BOOST_TEST(!a.ec, a.ec.message());
+            BOOST_TEST(a.got.valid());
+            // Well within the 3 s lease the frozen grant would otherwise have kept.
+            BOOST_TEST((clock_type::now() - thawed < 2s));
+            BOOST_TEST(log.count("undid an attempt") >= round);
+            BOOST_TEST(log.count("ending the previous session") >= round);
+            if (a.got.valid())
+                co_await a.got.async_release();
+            BOOST_TEST(rows_of("unknown") == "0", "round " << round);
+        }
+        BOOST_TEST(!log.contains("did not end"));
+        BOOST_TEST(!log.contains("cannot end"));
+        conn.cancel();
+    }());
+}
+
+namespace {
+
+// Whether `pid` has a SIGTERM pending (sent while it was stopped, not yet handled).
+bool sigterm_pending(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0)
+            if (std::stoull(line.substr(7), nullptr, 16) & (1ull << (SIGTERM - 1)))
+                return true;
+    return false;
+}
+
+} // namespace
+
+// The same, made deterministic: only the session's backend is stopped (the server takes new
+// sessions), and it is let go only once the next session's terminate has reached it. Without the
+// terminate it would run the attempt after the undo; with it, it ends without running anything.
+// Three rounds on one connection, so each new session ends the one before.
+BOOST_FIXTURE_TEST_CASE(the_next_session_ends_a_frozen_backend_before_the_undo, fixture) {
+    corolock::test::log_capture log;
+    auto cfg = config();
+    cfg.health_check_interval = 1s; // the terminate waits for up to this
+    corolock::pg_connection conn(ioc.get_executor(), cfg, log.make(corolock::logger::level::info));
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "frozen", lease_of(5s));
+        for (std::size_t round = 1; round <= 3; ++round) {
+            pg_result r;
+            co_await conn.async_query("SELECT pg_backend_pid()", r);
+            const auto pid = static_cast<pid_t>(std::stol(std::string(r.value(0, 0))));
+            const auto tag = "previous session (pid " + std::to_string(pid) + ")";
+            ::kill(pid, SIGSTOP);
+            background_acquire a;
+            a.start(ioc, m);
+            BOOST_TEST(co_await eventually([&] { return log.contains("ending the " + tag); }, 10s));
+            BOOST_TEST(co_await eventually([&] { return sigterm_pending(pid); }, 10s));
+            ::kill(pid, SIGCONT);
+            BOOST_TEST(co_await eventually([&] { return a.done; }, 10s));
+            BOOST_TEST(!a.ec, a.ec.message());
+            BOOST_TEST(a.got.valid());
+            BOOST_TEST(log.count("ended the " + tag) == 1u);
+            BOOST_TEST(log.count("undid an attempt") == round);
+            if (a.got.valid())
+                co_await a.got.async_release();
+            BOOST_TEST(rows_of("frozen") == "0", "round " << round);
+        }
+        BOOST_TEST(!log.contains("did not end"));
+        BOOST_TEST(!log.contains("cannot end"));
         conn.cancel();
     }());
 }

@@ -71,6 +71,24 @@ BOOST_AUTO_TEST_CASE(results_go_to_the_oldest_statement_and_a_sync_ends_it) {
     BOOST_TEST(q.empty());
 }
 
+// A new session's opening statement goes out alone, pushed before everything queued meanwhile.
+BOOST_AUTO_TEST_CASE(a_statement_pushed_first_can_be_sent_alone) {
+    queue q;
+    q.push("undo", t0);
+    q.push("opening", t0, true);
+    std::vector<std::string> sent;
+    BOOST_TEST(q.send_queued(
+                   [&](const std::string& s) {
+                       sent.push_back(s);
+                       return true;
+                   },
+                   1) == 1u);
+    BOOST_TEST((sent == std::vector<std::string>{"opening"}));
+    BOOST_TEST(q.queued() == 1u);
+    BOOST_TEST(*q.on_sync().second == "opening");
+    BOOST_TEST((send_all(q) == std::vector<std::string>{"undo"}));
+}
+
 BOOST_AUTO_TEST_CASE(a_result_or_sync_with_nothing_sent_is_out_of_step) {
     queue q;
     q.push("queued", t0);
