@@ -296,6 +296,12 @@ asio::awaitable<void> zk_session::pump() {
         // an error (the socket closed, a timeout) there is no descriptor to wait on.
         if (rc != ZOK)
             fd = -1;
+        // While its socket connects, the C client primes the session on WRITE only. A READ
+        // then (a spurious wake-up) makes libzookeeper 3.8 allocate an input buffer that the
+        // priming overwrites: a leak per connect (check_events, prime_connection). Wait for
+        // the connect alone.
+        if (st == ZOO_CONNECTING_STATE)
+            interest &= ~ZOOKEEPER_READ;
         if (fd != fd_ || st != ZOO_CONNECTED_STATE) {
             if (sd_.is_open())
                 sd_.release();
