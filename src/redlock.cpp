@@ -415,7 +415,7 @@ private:
                   const auto round = op.fsm_.round();
                   const auto missing = op.fsm_.tally().missing();
                   const auto a = op.fsm_.on_timer(clock::now(), op.core_->rng);
-                  if (attempting && op.fsm_.timed_out())
+                  if (a.round_timed_out)
                       op.core_->stats.rounds_timed_out.fetch_add(1, std::memory_order_relaxed);
                   // The round decided by the timer (node timeout or deadline), not by the votes.
                   if (attempting && (a.release_all || a.complete || a.send_round))

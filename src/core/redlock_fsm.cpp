@@ -58,7 +58,6 @@ redlock_action redlock_acquire_fsm::attempt(clock::time_point now, redlock_actio
     tally_ = redlock_tally(p_.nodes);
     sent_ = now;
     woken_ = false;
-    timed_out_ = false;
     a.send_round = true;
     return a;
 }
@@ -135,7 +134,6 @@ redlock_action redlock_acquire_fsm::on_vote(clock::time_point now, std::uint64_t
     const auto o = tally_.add(node, v);
     if (o == redlock_tally::outcome::pending)
         return {};
-    timed_out_ = false;
     return decide(now, o, rng);
 }
 
@@ -148,8 +146,9 @@ redlock_action redlock_acquire_fsm::on_timer(clock::time_point now, std::minstd_
             return finish(timeout_error(), false, a);
         }
         if (now >= sent_ + p_.node_timeout) {
-            timed_out_ = true;
-            return decide(now, tally_.close(), rng);
+            auto a = decide(now, tally_.close(), rng);
+            a.round_timed_out = true;
+            return a;
         }
         return {};
     case state::waiting:

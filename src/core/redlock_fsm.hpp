@@ -77,6 +77,7 @@ struct redlock_action {
     bool send_round = false; // the acquire script to every node, all at once (round())
     bool complete = false;   // complete the caller with `ec` (a lease if `granted`)
     bool granted = false;
+    bool round_timed_out = false; // the round was decided by the node timeout, not by the votes
     error_code ec;
 };
 
@@ -115,8 +116,6 @@ public:
     // The local end of a lease granted by the last round: sent + lease - drift.
     clock::time_point valid_until() const noexcept { return sent_ + p_.lease - p_.drift; }
     const redlock_tally& tally() const noexcept { return tally_; }
-    // Whether the last decided round was decided by the node timeout (not by the votes).
-    bool timed_out() const noexcept { return timed_out_; }
 
 private:
     redlock_action attempt(clock::time_point now, redlock_action a = {});
@@ -138,7 +137,6 @@ private:
     bool subscribed_ = false;
     bool woken_ = false;
     bool wakeable_ = false;
-    bool timed_out_ = false;
 };
 
 // What a held lease needs.
