@@ -48,4 +48,10 @@ bool is_blocking_command(std::string_view cmd, std::string_view serialized) noex
     return false;
 }
 
+int transaction_step(std::string_view cmd) noexcept {
+    if (equal_nocase(cmd, "MULTI"))
+        return 1;
+    return equal_nocase(cmd, "EXEC") || equal_nocase(cmd, "DISCARD") ? -1 : 0;
+}
+
 } // namespace corolock::detail

@@ -37,6 +37,8 @@ COROLOCK_DECL bool is_subscription_command(std::string_view cmd) noexcept;
 // Whether a command blocks the connection until an event or a timeout: BLPOP and its family,
 // WAIT, WAITAOF, and XREAD/XREADGROUP with BLOCK. `serialized` is the command as written.
 COROLOCK_DECL bool is_blocking_command(std::string_view cmd, std::string_view serialized) noexcept;
+// +1 for MULTI, -1 for EXEC and DISCARD, 0 for any other command.
+COROLOCK_DECL int transaction_step(std::string_view cmd) noexcept;
 
 // Raw access for the connection (EVALSHA/EVAL rewriting).
 struct request_access;
@@ -87,9 +89,11 @@ public:
     /// The serialised commands.
     std::string_view payload() const noexcept { return payload_; }
     /// Whether a command blocks the server's answers on this connection until an event or a
-    /// timeout (BLPOP and its family, WAIT, WAITAOF, XREAD/XREADGROUP with BLOCK). A connection
-    /// that carries leases refuses such a request (`error::blocking_command`) unless
-    /// `connection_config::allow_blocking_commands` is set.
+    /// timeout (BLPOP and its family, WAIT, WAITAOF, XREAD/XREADGROUP with BLOCK). Such a
+    /// command between MULTI and EXEC (or DISCARD) of the same request does not count: the server
+    /// never blocks inside a transaction. A connection that carries leases refuses a blocking
+    /// request (`error::blocking_command`) unless `connection_config::allow_blocking_commands`
+    /// is set.
     bool has_blocking_command() const noexcept { return blocking_; }
 
     /// Removes every command; the buffer keeps its capacity.
@@ -97,7 +101,7 @@ public:
         payload_.clear();
         guards_.clear();
         commands_ = expected_ = 0;
-        blocking_ = false;
+        blocking_ = in_multi_ = false;
     }
     /// Reserves `bytes` for the serialised commands.
     void reserve(std::size_t bytes) { payload_.reserve(bytes); }
@@ -120,7 +124,10 @@ private:
     }
     void count(std::string_view cmd, std::size_t start) {
         ++commands_;
-        if (detail::is_blocking_command(cmd, std::string_view(payload_).substr(start)))
+        if (const int step = detail::transaction_step(cmd); step != 0)
+            in_multi_ = step > 0;
+        else if (!in_multi_ &&
+                 detail::is_blocking_command(cmd, std::string_view(payload_).substr(start)))
             blocking_ = true;
         if (detail::is_subscription_command(cmd)) {
             // The guard: its PONG (RESP3 answers PING in subscribed mode too) ends the slot.
@@ -136,6 +143,7 @@ private:
     std::size_t commands_ = 0;
     std::size_t expected_ = 0;
     bool blocking_ = false;
+    bool in_multi_ = false; // between MULTI and EXEC/DISCARD: commands are queued, never block
 };
 
 } // namespace corolock

@@ -107,6 +107,15 @@ BOOST_FIXTURE_TEST_CASE(a_blocking_command_beside_a_lease_is_refused, fixture) {
         auto [peer_ec, pn] = co_await peer.async_exec(blpop, resp, tuple_deferred);
         BOOST_TEST(!peer_ec);
         BOOST_TEST(srv.command({"LLEN", "jobs"}) == ":0\r\n");
+        // Inside MULTI ... EXEC the server never blocks: the same BLPOP runs beside the lease.
+        srv.command({"RPUSH", "jobs", "job-2"});
+        corolock::request tx;
+        tx.push("MULTI");
+        tx.push("BLPOP", "jobs", 5);
+        tx.push("EXEC");
+        auto [tx_ec, tn] = co_await conn.async_exec(tx, corolock::ignore, tuple_deferred);
+        BOOST_TEST(!tx_ec);
+        BOOST_TEST(srv.command({"LLEN", "jobs"}) == ":0\r\n"); // it ran
         BOOST_TEST(l.valid());
         co_await l.async_release();
         auto [after_ec, n2] = co_await conn.async_exec(blpop, resp, tuple_deferred);

@@ -41,4 +41,38 @@ BOOST_AUTO_TEST_CASE(blocking_commands_are_recognised) {
     BOOST_TEST(!r.has_blocking_command());
 }
 
+// Inside MULTI ... EXEC the server never blocks (BLPOP answers at once, WAIT counts the acks it
+// has): such a request is not a blocking one. After EXEC or DISCARD, commands count again; a
+// MULTI left open by the request still queues what follows it.
+BOOST_AUTO_TEST_CASE(commands_inside_a_transaction_do_not_block) {
+    corolock::request tx;
+    tx.push("MULTI");
+    tx.push("BLPOP", "jobs", 5);
+    tx.push("XREAD", "BLOCK", 100, "STREAMS", "s", "$");
+    tx.push("WAIT", 1, 100);
+    tx.push("EXEC");
+    BOOST_TEST(!tx.has_blocking_command());
+    tx.push("BLPOP", "jobs", 5);
+    BOOST_TEST(tx.has_blocking_command());
+
+    corolock::request discarded;
+    discarded.push("multi");
+    discarded.push("BLPOP", "jobs", 5);
+    discarded.push("discard");
+    BOOST_TEST(!discarded.has_blocking_command());
+    discarded.push("BRPOP", "jobs", 5);
+    BOOST_TEST(discarded.has_blocking_command());
+
+    corolock::request open;
+    open.push("MULTI");
+    open.push("BLPOP", "jobs", 5);
+    BOOST_TEST(!open.has_blocking_command());
+
+    corolock::request cleared;
+    cleared.push("MULTI");
+    cleared.clear();
+    cleared.push("BLPOP", "jobs", 5);
+    BOOST_TEST(cleared.has_blocking_command());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
