@@ -185,7 +185,10 @@ auto acquire_once(Lock& m) {
 /// runs, the body is cancelled through its cancellation slot and this throws
 /// `system_error(error::lease_lost)` (or `max_hold_reached`). Exceptions of the body are
 /// rethrown after the release; so is a failed acquire (`system_error`, as `use_awaitable`
-/// throws it). Works with every `unfenced_lock_handle`: `mutex`, `redlock`, `local_mutex`,
+/// throws it). Releasing on cancellation does not recall a write the body started on another
+/// connection: it can land after the next owner's, so fence such writes
+/// (`lease::async_fenced_eval`, or the lease's token checked by the store; doc/usage.md,
+/// "The scoped form"). Works with every `unfenced_lock_handle`: `mutex`, `redlock`, `local_mutex`,
 /// `zk_mutex`, `pg_mutex` (lock_concepts.hpp). Coroutine-only (hence no `async_` prefix and no
 /// token): for other completion styles, use the handle's `async_acquire` and the lease's
 /// `async_release`. `T` is returned by value (no references).

@@ -171,5 +171,125 @@ BOOST_FIXTURE_TEST_CASE(several_waits_for_loss_each_cancelled_in_every_position,
     });
 }
 
+// ---------------------------------------------------------------------------------------------
+// with_lock cancelled while its body's write is on the wire (hazard 5 of issue 17)
+
+// The misuse, committed: a with_lock body awaits a write to another store (a connection whose
+// requests a proxy holds back), and the with_lock is cancelled. The release goes out at once,
+// another owner takes the lock and writes, and then the abandoned write lands on top of it.
+// This is why with_lock's "releases on every exit path" is no protection for writes in flight
+// (see the next test for the answer).
+BOOST_FIXTURE_TEST_CASE(abandoned_unfenced_write_of_cancelled_with_lock_overwrites_next_owner,
+                        fixture) {
+    run(
+        [&]() -> awaitable<void> {
+            auto& store = proxied();
+            corolock::mutex a(conn, "lock:balance"), b(peer, "lock:balance");
+            BOOST_TEST(srv.command({"SET", "balance", "100"}) == "+OK\r\n");
+            corolock::request ping, set90, set50;
+            ping.push("PING");
+            set90.push("SET", "balance", "90");
+            set50.push("SET", "balance", "50");
+            co_await store.async_exec(ping, corolock::ignore); // connected
+            proxy->blackhole(direction::client_to_server);
+            const auto held = [&] {
+                return proxy->stats().bytes_held[static_cast<int>(direction::client_to_server)];
+            };
+            asio::cancellation_signal sig;
+            bool done = false;
+            std::exception_ptr failure;
+            asio::co_spawn(co_await asio::this_coro::executor,
+                           corolock::with_lock(a,
+                                               [&](lease&) -> awaitable<void> {
+                                                   co_await store.async_exec(set90,
+                                                                             corolock::ignore);
+                                               }),
+                           asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e) {
+                               failure = e;
+                               done = true;
+                           }));
+            // The write has left the client: it is in the proxy, on its way.
+            BOOST_REQUIRE(co_await eventually([&] { return held() > 0; }, 2s));
+            sig.emit(asio::cancellation_type::terminal);
+            BOOST_REQUIRE(co_await eventually([&] { return done; }, 2s));
+            BOOST_TEST(static_cast<bool>(failure));
+            // Released at once (a's lease is 30 s): b gets in and writes its value.
+            auto [ec, lb] = co_await b.async_acquire_for(2s, tuple_deferred);
+            BOOST_REQUIRE(!ec);
+            BOOST_REQUIRE(lb.owns());
+            co_await peer.async_exec(set50, corolock::ignore);
+            BOOST_TEST(srv.command({"GET", "balance"}) == bulk("50"));
+            // The abandoned write lands: b still holds the lock, and its value is gone.
+            proxy->heal();
+            co_await store.async_exec(ping, corolock::ignore); // answered after the SET ran
+            BOOST_TEST(held() == 0u);
+            BOOST_TEST(srv.command({"GET", "balance"}) == bulk("90"));
+            BOOST_TEST(lb.valid());
+            co_await lb.async_release();
+        },
+        10s);
+}
+
+// The same sequence with the answer the docs give: the body's write is fenced (checked against
+// the lock's newest token by the server that stores it). The write and the release share a's
+// connection, so the release is held behind the write and b gets the lock when a's lease runs
+// out; then the abandoned write lands with a stale token and is refused: b's value stays.
+BOOST_FIXTURE_TEST_CASE(abandoned_fenced_write_of_cancelled_with_lock_is_refused, fixture) {
+    run(
+        [&]() -> awaitable<void> {
+            auto& lock_conn = proxied();
+            corolock::mutex a(lock_conn, "lock:balance", lease_of(1s)), b(peer, "lock:balance");
+            const corolock::fenced_script set_balance("return redis.call('SET', KEYS[1], ARGV[1])");
+            const std::string_view keys[] = {"balance"};
+            const std::string_view v100[] = {"100"}, v90[] = {"90"}, v50[] = {"50"};
+            corolock::generic_response ra, rb;
+            corolock::request ping;
+            ping.push("PING");
+            const auto held = [&] {
+                return proxy->stats().bytes_held[static_cast<int>(direction::client_to_server)];
+            };
+            asio::cancellation_signal sig;
+            bool done = false;
+            std::exception_ptr failure;
+            corolock::fencing_token token_a{};
+            asio::co_spawn(
+                co_await asio::this_coro::executor,
+                corolock::with_lock(a,
+                                    [&](lease& l) -> awaitable<void> {
+                                        token_a = l.token();
+                                        // Also loads the script: the held write is an EVALSHA
+                                        // that needs no EVAL retry.
+                                        co_await l.async_fenced_eval(set_balance, keys, v100, ra);
+                                        proxy->blackhole(direction::client_to_server);
+                                        co_await l.async_fenced_eval(set_balance, keys, v90, ra);
+                                    }),
+                asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e) {
+                    failure = e;
+                    done = true;
+                }));
+            BOOST_REQUIRE(co_await eventually([&] { return held() > 0; }, 2s));
+            BOOST_TEST(srv.command({"GET", "balance"}) == bulk("100"));
+            sig.emit(asio::cancellation_type::terminal);
+            // b gets the lock once a's 1 s lease has run out (a's release and renewals are held
+            // too), with a newer token, and writes its value.
+            auto [ec, lb] = co_await b.async_acquire_for(5s, tuple_deferred);
+            BOOST_REQUIRE(!ec);
+            BOOST_REQUIRE(lb.owns());
+            BOOST_TEST(lb.token() > token_a);
+            co_await lb.async_fenced_eval(set_balance, keys, v50, rb);
+            BOOST_TEST(srv.command({"GET", "balance"}) == bulk("50"));
+            // The abandoned write lands, and is refused.
+            proxy->heal();
+            co_await lock_conn.async_exec(ping, corolock::ignore); // answered after the write ran
+            BOOST_TEST(held() == 0u);
+            BOOST_TEST(srv.command({"GET", "balance"}) == bulk("50"));
+            BOOST_REQUIRE(co_await eventually([&] { return done; }, 3s));
+            BOOST_TEST(static_cast<bool>(failure));
+            BOOST_TEST(lb.valid());
+            co_await lb.async_release();
+        },
+        10s);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
