@@ -344,6 +344,39 @@ BOOST_AUTO_TEST_CASE(script_survives_script_flush) {
         30s);
 }
 
+// A `deferred` async_eval is only a description: building it sends nothing (the request is
+// built when the operation starts), and awaiting it runs the script once.
+BOOST_AUTO_TEST_CASE(deferred_eval_sends_nothing_until_awaited) {
+    redis_process srv;
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+    runner run;
+    const corolock::script incr("return redis.call('INCR', KEYS[1])");
+    const auto any_script_ran = [&] {
+        const auto info = srv.command({"INFO", "commandstats"});
+        return info.find("cmdstat_evalsha:") != std::string::npos ||
+               info.find("cmdstat_eval:") != std::string::npos;
+    };
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            BOOST_REQUIRE(co_await wait_until_usable(conn, 5s));
+            const std::string_view keys[] = {"deferred:runs"};
+            generic_response resp;
+            auto op = conn.async_eval(incr, keys, {}, resp);
+            co_await sleep_for(200ms); // time enough for anything sent to arrive
+            BOOST_TEST(srv.command({"GET", "deferred:runs"}) == "$-1\r\n");
+            BOOST_TEST(!any_script_ran());
+            BOOST_TEST(resp.empty());
+            co_await std::move(op);
+            BOOST_TEST(resp.at(0).value == "1");
+            BOOST_TEST(srv.command({"GET", "deferred:runs"}) == "$1\r\n1\r\n");
+            conn.cancel();
+        }(),
+        30s);
+}
+
 BOOST_AUTO_TEST_CASE(pubsub_message_arrives_during_ten_thousand_commands) {
     redis_process srv;
     asio::io_context ioc;

@@ -130,6 +130,25 @@ BOOST_FIXTURE_TEST_CASE(fenced_write_refuses_stale_token, fixture) {
     });
 }
 
+// A `deferred` fenced write sends nothing until it is awaited (its request is built when the
+// operation starts), then runs once.
+BOOST_FIXTURE_TEST_CASE(deferred_fenced_eval_sends_nothing_until_awaited, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::mutex m(conn, "lock:deferred");
+        lease l = co_await m.async_acquire();
+        const std::string_view keys[] = {"deferred:runs"};
+        corolock::generic_response resp;
+        auto op = l.async_fenced_eval(fenced_incr, keys, {}, resp);
+        co_await sleep_for(200ms); // time enough for anything sent to arrive
+        BOOST_TEST(srv.command({"GET", "deferred:runs"}) == "$-1\r\n");
+        BOOST_TEST(resp.empty());
+        co_await std::move(op);
+        BOOST_TEST(resp.at(0).value == "1");
+        BOOST_TEST(srv.command({"GET", "deferred:runs"}) == bulk("1"));
+        co_await l.async_release();
+    });
+}
+
 // Fence keys expire fence_retention after the last lease: 100,000 lock names leave nothing.
 BOOST_FIXTURE_TEST_CASE(fence_keys_expire_after_retention, fixture) {
     run(
