@@ -139,7 +139,7 @@ BOOST_FIXTURE_TEST_CASE(a_zero_wait_is_one_attempt, fixture) {
 }
 
 // An acquire_for that timed out while Redis stalled, retried at once (review L5).
-BOOST_FIXTURE_TEST_CASE(l5_timed_out_acquire_retried_gets_a_full_lease, fixture) {
+BOOST_FIXTURE_TEST_CASE(timed_out_acquire_retried_gets_a_full_lease, fixture) {
     run([&]() -> awaitable<void> {
         corolock::mutex m(conn, "lock:retry");
         {
@@ -178,7 +178,7 @@ BOOST_FIXTURE_TEST_CASE(l5_timed_out_acquire_retried_gets_a_full_lease, fixture)
 // Arguments and durations at their limits (review Q3)
 
 // Argument errors, and durations at their limits (review Q3).
-BOOST_FIXTURE_TEST_CASE(q3_invalid_arguments_fail_before_redis, fixture) {
+BOOST_FIXTURE_TEST_CASE(invalid_arguments_fail_before_redis, fixture) {
     // A connection that never runs: anything sent would wait, so prompt errors prove nothing
     // was sent (and its commands counter stays 0).
     asio::io_context idle;
@@ -237,7 +237,7 @@ BOOST_FIXTURE_TEST_CASE(q3_invalid_arguments_fail_before_redis, fixture) {
     BOOST_TEST(offline.stats().commands == 0u);
 }
 
-BOOST_FIXTURE_TEST_CASE(q3_durations_at_their_limits_work, fixture) {
+BOOST_FIXTURE_TEST_CASE(durations_at_their_limits_work, fixture) {
     run([&]() -> awaitable<void> {
         // max_hold up to a year is valid, and does not end the lease early.
         auto opts = lease_of(300ms);

@@ -98,7 +98,7 @@ struct inventory {
 } // namespace
 
 // One mutex object shared by 100 coroutines on 2 threads (review S6, L6).
-BOOST_FIXTURE_TEST_CASE(s6_one_shared_mutex_excludes_100_coroutines_on_two_threads, fixture) {
+BOOST_FIXTURE_TEST_CASE(one_shared_mutex_excludes_100_coroutines_on_two_threads, fixture) {
     constexpr int n = 100, rounds = 3;
     int max_inside = -1, sections = -1, invalid = -1, errors = -1, wl_max = -1, wl_sections = -1;
     bool key_left = true, wl_hung = true;
@@ -178,7 +178,7 @@ BOOST_FIXTURE_TEST_CASE(s6_one_shared_mutex_excludes_100_coroutines_on_two_threa
 
 // A nested hold costs no round trip and never ends the outer section (review S7: a guard
 // released the outer hold; S1/S2/L4: nested acquires went to Redis).
-BOOST_FIXTURE_TEST_CASE(s7_nested_hold_never_releases_the_outer_section, fixture) {
+BOOST_FIXTURE_TEST_CASE(nested_hold_never_releases_the_outer_section, fixture) {
     run([&]() -> awaitable<void> {
         corolock::mutex m(conn, "lock:nested", lease_of(3s)), other(peer, "lock:nested");
         lease outer = co_await m.async_acquire();

@@ -12,7 +12,7 @@ BOOST_AUTO_TEST_SUITE(faults)
 // Unknown outcomes: a reply lost with the connection (review L3, S1)
 
 // A try_acquire that ran on Redis but whose reply was lost with the connection (review L3).
-BOOST_FIXTURE_TEST_CASE(l3_try_acquire_with_lost_reply_is_given_back, fixture) {
+BOOST_FIXTURE_TEST_CASE(try_acquire_with_lost_reply_is_given_back, fixture) {
     run([&]() -> awaitable<void> {
         auto& c = proxied();
         corolock::mutex m(c, "lock:unknown:try"), other(peer, "lock:unknown:try");
@@ -55,7 +55,7 @@ BOOST_FIXTURE_TEST_CASE(l3_try_acquire_with_lost_reply_is_given_back, fixture) {
 
 // The same for a waiting acquire (review L3/S1): the unknown attempt is undone and retried;
 // the lease it then gets is the only record in Redis, and its release frees the lock.
-BOOST_FIXTURE_TEST_CASE(l3_acquire_with_lost_reply_is_undone_and_retried, fixture) {
+BOOST_FIXTURE_TEST_CASE(acquire_with_lost_reply_is_undone_and_retried, fixture) {
     run([&]() -> awaitable<void> {
         auto& c = proxied();
         corolock::mutex m(c, "lock:unknown:acq"), other(peer, "lock:unknown:acq");

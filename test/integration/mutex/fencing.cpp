@@ -11,7 +11,7 @@ BOOST_AUTO_TEST_SUITE(fencing)
 // ---------------------------------------------------------------------------------------------
 // Tokens (review S5)
 
-BOOST_FIXTURE_TEST_CASE(s5_tokens_increase_across_flushall_expiry_and_restart, fixture) {
+BOOST_FIXTURE_TEST_CASE(tokens_increase_across_flushall_expiry_and_restart, fixture) {
     run(
         [&]() -> awaitable<void> {
             // The largest token seen, of the backend the tokens come from.
@@ -61,7 +61,7 @@ BOOST_FIXTURE_TEST_CASE(s5_tokens_increase_across_flushall_expiry_and_restart, f
 }
 
 // A redis-server restarted from an older RDB snapshot brings back a stale fence key (review S5).
-BOOST_FIXTURE_TEST_CASE(s5_tokens_increase_after_restoring_an_older_snapshot, fixture) {
+BOOST_FIXTURE_TEST_CASE(tokens_increase_after_restoring_an_older_snapshot, fixture) {
     run([&]() -> awaitable<void> {
         corolock::mutex m(conn, "lock:snap");
         lease l1 = co_await m.async_acquire();

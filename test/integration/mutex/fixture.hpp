@@ -2,8 +2,9 @@
 // What the mutex suites (test/integration/mutex/*.cpp) share: the lock layer against real
 // redis-server processes. Besides the behaviour kept from the old API (mutual exclusion,
 // handoffs, watchdog, cancellation, fencing, destruction, connection stop), each failure class of
-// the safety review (reviews-2026-11-23/review-safety.md) has one regression test, named after
-// it: its scenario, replayed on the lease API, must not happen any more.
+// the safety review (reviews-2026-11-23/review-safety.md) has one regression test, named by the
+// behaviour it checks (the section comments give the review IDs): its scenario, replayed on the
+// lease API, must not happen any more.
 // Included by those suites only: it brings the names they use into scope, as one file did.
 #ifndef COROLOCK_TEST_INTEGRATION_MUTEX_FIXTURE_HPP
 #define COROLOCK_TEST_INTEGRATION_MUTEX_FIXTURE_HPP

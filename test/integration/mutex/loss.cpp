@@ -12,7 +12,7 @@ BOOST_AUTO_TEST_SUITE(loss)
 // Lost leases (review S2, L1, Q4)
 
 // The lease is taken by someone else (force_unlock, then another owner acquires; review S2).
-BOOST_FIXTURE_TEST_CASE(s2_taken_lease_is_reported_and_refused, fixture) {
+BOOST_FIXTURE_TEST_CASE(taken_lease_is_reported_and_refused, fixture) {
     run([&]() -> awaitable<void> {
         corolock::mutex m(conn, "lock:taken", lease_of(3s));
         corolock::mutex admin(peer, "lock:taken"), b(peer, "lock:taken");
@@ -87,7 +87,7 @@ BOOST_FIXTURE_TEST_CASE(key_deleted_from_outside_signals_lost, fixture) {
 // A loss reported while Redis still has our key (the renewal answered after the local
 // deadline; review L1). The key is deleted at once (owner-checked), and re-acquiring is a new
 // owner.
-BOOST_FIXTURE_TEST_CASE(l1_loss_with_key_still_in_redis_cleans_up, fixture) {
+BOOST_FIXTURE_TEST_CASE(loss_with_key_still_in_redis_cleans_up, fixture) {
     run([&]() -> awaitable<void> {
         auto& c = proxied();
         corolock::mutex m(c, "lock:late", lease_of(3s)), b(peer, "lock:late");
@@ -164,7 +164,7 @@ BOOST_FIXTURE_TEST_CASE(fixed_lease_expires_and_reports_lost, fixture) {
 }
 
 // valid() checks the clock itself, whatever the watchdog has had time to do (review Q4).
-BOOST_FIXTURE_TEST_CASE(q4_valid_checks_the_clock, fixture) {
+BOOST_FIXTURE_TEST_CASE(valid_checks_the_clock, fixture) {
     bool valid_before = false, valid_after = true, lost_flag = true;
     run([&]() -> awaitable<void> {
         corolock::mutex m(conn, "lock:clock", lease_of(100ms, false));

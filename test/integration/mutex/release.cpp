@@ -135,7 +135,7 @@ BOOST_FIXTURE_TEST_CASE(dropped_lease_releases_promptly, fixture) {
 }
 
 // Destroying a mutex with an acquire pending (review L2).
-BOOST_FIXTURE_TEST_CASE(l2_destroying_a_mutex_cancels_its_pending_acquires, fixture) {
+BOOST_FIXTURE_TEST_CASE(destroying_a_mutex_cancels_its_pending_acquires, fixture) {
     run([&]() -> awaitable<void> {
         corolock::mutex hm(conn, "lock:doomed", lease_of(2s));
         lease h = co_await hm.async_acquire();

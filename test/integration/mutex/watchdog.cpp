@@ -106,7 +106,7 @@ BOOST_FIXTURE_TEST_CASE(max_hold_stops_the_watchdog_and_tells_the_holder, fixtur
 
 // Completions run outside the connection's strand (review S4). A coroutine resumed by
 // corolock that hogs its thread must not stop the watchdog of other leases.
-BOOST_FIXTURE_TEST_CASE(s4_completions_run_outside_the_connection_strand, fixture) {
+BOOST_FIXTURE_TEST_CASE(completions_run_outside_the_connection_strand, fixture) {
     bool x_valid = false, x_lost = true, key_there = false;
     std::uint64_t renewed = 0, lost_count = 1;
     run(
