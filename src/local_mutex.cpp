@@ -2,6 +2,7 @@
 // The in-process backend. Every decision is taken at a call (acquire, release, extend, cancel,
 // force_unlock) or at an instant of the manual clock inside local_backend::advance; completions
 // are posted, so no user code runs inside this file's state changes.
+#include "core/handler_list.hpp"
 #include <corolock/local_mutex.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -77,7 +78,7 @@ struct local_grant {
     bool release_requested = false; // the lease's async_release ran while holds were alive
     int shares = 0;                 // the lease and its nested holds
     std::uint64_t next_wait = 0;
-    std::list<std::pair<std::uint64_t, handler_ec>> lost_waits;
+    handler_list<handler_ec> lost_waits;
 };
 
 struct local_core : std::enable_shared_from_this<local_core> {
@@ -147,7 +148,7 @@ struct local_core : std::enable_shared_from_this<local_core> {
     }
 
     void finish_lost_waits(local_grant& g, error_code ec) {
-        auto waits = std::move(g.lost_waits); // list move: nodes change owner, never assigned
+        auto waits = g.lost_waits.take_all();
         for (auto& [id, h] : waits) {
             auto slot = asio::get_associated_cancellation_slot(h);
             if (slot.is_connected())
@@ -343,18 +344,15 @@ void local_lease::wait_lost_impl(std::shared_ptr<detail::local_grant> g, handler
             auto g = w.lock();
             if (!g || !detail::cancels(t))
                 return;
-            auto it = std::find_if(g->lost_waits.begin(), g->lost_waits.end(),
-                                   [&](const auto& p) { return p.first == id; });
-            if (it == g->lost_waits.end())
+            auto h = g->lost_waits.take(id);
+            if (!h)
                 return;
-            auto h = std::move(it->second);
-            g->lost_waits.erase(it);
             // The slot is not cleared: that would destroy this function while it runs.
-            detail::post_completion(g->core->ex, std::move(h),
+            detail::post_completion(g->core->ex, std::move(*h),
                                     error_code(asio::error::operation_aborted));
         });
     }
-    g->lost_waits.emplace_back(id, std::move(h));
+    g->lost_waits.add(id, std::move(h));
 }
 
 void local_lease::release_impl(std::shared_ptr<detail::local_grant> g, handler_ec h) {

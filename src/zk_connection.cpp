@@ -1,4 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/handler_list.hpp"
 #include "core/zk_lock_recipe.hpp"
 #include "io/deliver.hpp"
 #include "io/zk_session.hpp"
@@ -77,14 +78,16 @@ void zk_connection::get_impl(std::string path,
     if (!detail::valid_lock_path(path))
         return detail::deliver(std::move(h), impl_->executor(), error_code(error::invalid_name),
                                std::string());
-    auto done =
-        std::make_shared<std::list<asio::any_completion_handler<void(error_code, std::string)>>>();
-    done->push_back(std::move(h));
+    // Shared so that the reply callback (a std::function) can be copied; the handler is taken
+    // out once.
+    auto done = std::make_shared<
+        detail::handler_list<asio::any_completion_handler<void(error_code, std::string)>>>();
+    done->add(0, std::move(h));
     asio::post(impl_->strand(), [s = impl_, path = std::move(path), done]() mutable {
         s->get(path, [s, done](detail::zk_reply r) {
-            detail::deliver(std::move(done->front()), s->executor(), detail::zk_error(r.rc),
-                            std::move(r.data));
-            done->clear();
+            if (auto h = done->take(0))
+                detail::deliver(std::move(*h), s->executor(), detail::zk_error(r.rc),
+                                std::move(r.data));
         });
     });
 }

@@ -115,11 +115,11 @@ void zk_lease::fenced_write_impl(std::shared_ptr<detail::zk_grant> g, std::strin
     auto strand = g->session->strand();
     asio::post(strand, [g = std::move(g), path = std::move(path), data = std::move(data),
                         h = std::move(h)]() mutable {
-        auto done = std::make_shared<std::list<handler_ec>>();
-        done->push_back(std::move(h));
+        auto done = std::make_shared<detail::handler_list<handler_ec>>();
+        done->add(0, std::move(h));
         auto finish = [g, done](error_code ec) {
-            detail::deliver(std::move(done->front()), g->session->executor(), ec);
-            done->clear();
+            if (auto h = done->take(0))
+                detail::deliver(std::move(*h), g->session->executor(), ec);
         };
         auto map = [](const detail::zk_reply& r) -> error_code {
             if (r.rc == ZOK)

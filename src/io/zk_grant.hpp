@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
 
@@ -36,8 +35,8 @@ struct zk_grant : std::enable_shared_from_this<zk_grant> {
     handler_list<handler_ec> lost_waits;
     // Releases waiting for the delete's reply: completed by it, or with the loss when the lease
     // is lost first (a suspension past its validity, an expiry, a stop), the delete still going
-    // out after a reconnect. A list: handlers are never move-assigned.
-    std::list<handler_ec> release_waits;
+    // out after a reconnect. Only ever completed all at once: every key is 0.
+    handler_list<handler_ec> release_waits;
 
     bool valid() const noexcept {
         return !lost.load() && session->sessions() == session_no &&

@@ -18,7 +18,6 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <functional>
-#include <list>
 #include <optional>
 #include <sstream>
 #include <zookeeper/zookeeper.h>
@@ -75,9 +74,8 @@ void zk_grant::lose(error_code why) {
 }
 
 void zk_grant::finish_release(error_code ec) {
-    auto done = std::move(release_waits);
-    release_waits.clear();
-    for (auto& h : done)
+    auto done = release_waits.take_all();
+    for (auto& [key, h] : done)
         deliver(std::move(h), session->executor(), ec);
 }
 
@@ -105,7 +103,7 @@ void zk_grant::drop_share(handler_ec h, bool explicit_release) {
         return;
     }
     if (h)
-        release_waits.push_back(std::move(h));
+        release_waits.add(0, std::move(h));
     session->remove_eventually(node, session_no, [self = shared_from_this()](bool deleted_by_us) {
         self->finish_release(deleted_by_us ? error_code() : error::lease_lost);
     });
@@ -157,12 +155,12 @@ void remove_own_later(std::shared_ptr<zk_session> s, std::string lock_path, std:
 struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
     zk_acquire_op(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acquire_handler h)
         : session(std::move(s)), request(std::move(req)), wake(session->strand()) {
-        handler.push_back(std::move(h));
+        handler.add(0, std::move(h));
     }
 
     std::shared_ptr<zk_session> session;
     zk_lock_request request;
-    std::list<zk_acquire_handler> handler; // one; a list never move-assigns it
+    handler_list<zk_acquire_handler> handler; // one, under key 0
     asio::steady_timer wake;
     bool cancelled = false;
     bool fired = false;
@@ -295,9 +293,8 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
             return;
         done = true;
         session->forget_op(request.op_id);
-        auto h = std::move(handler.front());
-        handler.clear();
-        deliver(std::move(h), session->executor(), ec, std::move(l));
+        auto h = handler.take(0);
+        deliver(std::move(*h), session->executor(), ec, std::move(l));
     }
 
     // Ends without the lock and without waiting for the server, leaving nothing behind: our

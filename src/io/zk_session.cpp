@@ -182,7 +182,7 @@ void zk_session::run(asio::any_completion_handler<void(error_code)> h) {
         return;
     }
     running_ = true;
-    run_handler_.push_back(std::move(h));
+    run_handler_.add(0, std::move(h));
     asio::co_spawn(
         strand_, [self = shared_from_this()] { return self->pump(); }, asio::detached);
 }
@@ -343,9 +343,9 @@ asio::awaitable<void> zk_session::pump() {
     stopping_ = true;
     close_handle();
     apply(fsm_.on_event(zk_session_event::close, clock::now()));
-    for (auto& h : run_handler_)
+    auto run_handlers = run_handler_.take_all();
+    for (auto& [key, h] : run_handlers)
         deliver(std::move(h), ex_, run_result_);
-    run_handler_.clear();
 }
 
 void zk_session::on_session_event(int state) {

@@ -6,6 +6,7 @@
 #ifndef COROLOCK_SRC_IO_ZK_SESSION_HPP
 #define COROLOCK_SRC_IO_ZK_SESSION_HPP
 
+#include "core/handler_list.hpp"
 #include "core/zk_session_fsm.hpp"
 #include <corolock/zk_connection.hpp>
 
@@ -162,7 +163,7 @@ private:
     bool stopped_ = false;
     bool renewing_ = false;
     error_code run_result_;
-    std::list<boost::asio::any_completion_handler<void(error_code)>> run_handler_;
+    handler_list<boost::asio::any_completion_handler<void(error_code)>> run_handler_; // key 0
     std::list<pending> queue_;
     std::uint64_t next_request_ = 0;
     std::uint64_t last_queued_ = 0;
