@@ -620,6 +620,8 @@ std::size_t release_credits(std::string_view payload) noexcept {
     return 1;
 }
 
+// The owner goes out before "released": a holder that also has waiters for the name sends the
+// renewal that finds the key gone ahead of their attempt.
 const script& force_unlock_script() {
     static const script s(R"lua(
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then
@@ -630,10 +632,12 @@ if not owner then
   return 0
 end
 redis.call('DEL', KEYS[1])
-redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[1], 'released')
 if ARGV[3] ~= '' then
   redis.pcall('PUBLISH', ARGV[3], owner)
+else
+  redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[1], 'forced ' .. owner)
 end
+redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[1], 'released')
 return 1
 )lua");
     return s;

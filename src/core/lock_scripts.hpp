@@ -91,14 +91,22 @@ inline std::string_view named_head(std::string_view payload) noexcept {
 // How many local waiters a release message lets retry: "permits <k>" k, "all" every one, anything
 // else ("released", or a reconnect after which messages may have been missed) one.
 std::size_t release_credits(std::string_view payload) noexcept;
-// KEYS: name; ARGV: channel, publish (as release_script), forced channel (empty: none). The
-// deleted lock's owner id is published on the forced channel, so that the holder's connection
-// reports its lease lost at once.
+// KEYS: name; ARGV: channel, publish (as release_script), forced channel (empty: the release
+// channel). The deleted lock's owner id is published on the forced channel, or as
+// "forced <owner>" on the release channel (a cluster: a sharded channel in the name's slot), so
+// that the holder's connection reports its lease lost at once; then "released" wakes waiters.
 const script& force_unlock_script();
 
-// Where force_unlock_script publishes the owner of a lock it deleted (single server and
-// Sentinel; on a cluster the holder learns at its next renewal).
+// Where force_unlock_script publishes the owner of a lock it deleted on a single server or
+// behind Sentinel (one channel for every lock). A cluster has no channel that every node
+// serves: there the owner goes out on the name's release channel (forced_owner).
 inline constexpr std::string_view forced_channel = "corolock:forced";
+
+// The owner a release channel's "forced <owner>" message names; empty for any other message.
+inline std::string_view forced_owner(std::string_view payload) noexcept {
+    constexpr std::string_view prefix = "forced ";
+    return payload.starts_with(prefix) ? payload.substr(prefix.size()) : std::string_view();
+}
 
 struct acquire_reply {
     bool acquired = false;

@@ -205,7 +205,7 @@ public:
         : svc_(std::move(svc)), name_(std::move(name)), kind_(k) {}
     void on_message(std::string_view, std::string_view payload) override {
         auto s = svc_.lock();
-        if (!s)
+        if (!s || !forced_owner(payload).empty()) // for holders; "released" follows it
             return;
         switch (kind_) {
         case lock_spec::kind::fair: // "head <member>": that waiter; else every one
@@ -234,11 +234,16 @@ private:
     lock_spec::kind kind_;
 };
 
-// The force-unlock channel: each message is the owner id of a lock an administrator deleted.
+// Force-unlocks: each message names the owner id of a lock an administrator deleted. On
+// corolock:forced the payload is the owner; on a cluster, where it listens on the release
+// channel of each name it holds, "forced <owner>" (the channel's other messages are waiters').
 class lock_service::forced_listener final : public push_listener {
 public:
     explicit forced_listener(std::weak_ptr<lock_service> svc) : svc_(std::move(svc)) {}
-    void on_message(std::string_view, std::string_view owner) override {
+    void on_message(std::string_view channel, std::string_view payload) override {
+        const auto owner = channel == forced_channel ? payload : forced_owner(payload);
+        if (owner.empty())
+            return;
         if (auto s = svc_.lock())
             s->on_forced(owner);
     }
@@ -466,13 +471,14 @@ void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_poin
                              : clock::time_point::max();
     core_.leases().add(*s, sent);
     s->publish_deadline();
+    listen_forced(*s);
     stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
     replan(lease_table::next_event(*s));
 }
 
 void lock_service::on_first_use() {
     forced_ = std::make_shared<forced_listener>(weak_from_this());
-    if (!io_.sharded()) // a cluster's holders learn of a force-unlock at their next renewal
+    if (!io_.sharded()) // a cluster's holders listen per name instead (listen_forced)
         io_.add_listener(std::string(forced_channel), forced_);
     // An evicting server can delete a held lock behind its holder (noticed at the next renewal,
     // up to lease/3 later): say so once. A server that refuses CONFIG (ACL, renamed) says nothing.
@@ -494,6 +500,28 @@ void lock_service::on_first_use() {
              });
 }
 
+void lock_service::listen_forced(lease_state& s) {
+    // A cluster has no channel every node serves: a force-unlock publishes on the name's release
+    // channel, in the name's slot, which the holder's cluster subscribes while it holds the name.
+    // Only a hash can be force-unlocked (a mutex's, a writer's, a fair lock's).
+    if (!io_.sharded() || !forced_ || s.spec->record != record_kind::hash || s.forced_listening)
+        return;
+    s.forced_listening = true;
+    if (held_channels_[s.spec->channel]++ == 0)
+        io_.add_listener(s.spec->channel, forced_);
+}
+
+void lock_service::unlisten_forced(lease_state& s) {
+    if (!s.forced_listening)
+        return;
+    s.forced_listening = false;
+    auto it = held_channels_.find(s.spec->channel);
+    if (it != held_channels_.end() && --it->second == 0) {
+        io_.remove_listener(s.spec->channel, forced_.get());
+        held_channels_.erase(it);
+    }
+}
+
 void lock_service::on_forced(std::string_view owner) {
     std::shared_ptr<lease_state> hit;
     core_.leases().for_each([&](lease_watch& w) {
@@ -511,6 +539,7 @@ void lock_service::on_forced(std::string_view owner) {
 }
 
 void lock_service::forget(lease_state& s) {
+    unlisten_forced(s); // every end of a lease comes here, also one already out of the table
     if (!lease_table::contains(s))
         return;
     core_.leases().remove(s);

@@ -129,8 +129,9 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
 
     // Strand only (and the lease_watch base).
     bool released = false;
-    bool hold_counted = false; // its hold time went into the histograms (released or lost)
-    bool converted = false;    // its record became another lease's (a downgrade, an upgrade)
+    bool hold_counted = false;     // its hold time went into the histograms (released or lost)
+    bool converted = false;        // its record became another lease's (a downgrade, an upgrade)
+    bool forced_listening = false; // a cluster: counted in lock_service's held channels
     error lost_reason{};
     handler_list<completion> lost_waiters;
 
@@ -230,6 +231,9 @@ private:
     // The first acquisition: listen for force-unlocks, look at the server's eviction policy.
     void on_first_use();
     void on_forced(std::string_view owner);
+    // A cluster: while `s` is held, listen for force-unlocks on its name's release channel.
+    void listen_forced(lease_state& s);
+    void unlisten_forced(lease_state& s);
     void forget(lease_state& s);      // out of the watchdog's table
     void replan(clock::time_point t); // something needs attention at t
     void run_watchdog();
@@ -248,7 +252,9 @@ private:
     bool loop_running_ = false;
     clock::time_point planned_ = clock::time_point::max();
     acquire_op* live_ = nullptr; // started, not completed (intrusive list: no allocation)
-    std::shared_ptr<forced_listener> forced_;         // made with the first acquisition
+    std::shared_ptr<forced_listener> forced_; // made with the first acquisition
+    // A cluster: the release channels forced_ listens on, with the leases held of each.
+    std::map<std::string, std::size_t, std::less<>> held_channels_;
     std::function<void(const lock_event&)> on_event_; // lock_metrics_options::on_event
 };
 

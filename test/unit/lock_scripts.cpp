@@ -253,6 +253,15 @@ BOOST_AUTO_TEST_CASE(release_messages_say_how_many_may_retry) {
         BOOST_TEST(release_credits(bad) == 1u, bad); // anything unknown: one retry
 }
 
+BOOST_AUTO_TEST_CASE(forced_messages_name_an_owner) {
+    using corolock::detail::forced_owner;
+    BOOST_TEST(forced_owner("forced 0123abcd") == "0123abcd");
+    for (std::string_view other : {"released", "", "all", "permits 3", "head 0123abcd", "forced",
+                                   "FORCED 0123abcd", "0123abcd"})
+        BOOST_TEST(forced_owner(other).empty(), other); // a waiters' message, or nothing
+    BOOST_TEST(forced_owner("forced ").empty());
+}
+
 BOOST_AUTO_TEST_CASE(pair_replies) {
     std::int64_t a = 0, b = 0;
     BOOST_TEST(!corolock::detail::decode_pair(wire("*2\r\n:5\r\n:2\r\n"), a, b));
@@ -545,6 +554,14 @@ BOOST_AUTO_TEST_CASE(scripts_refuse_foreign_keys_and_publish_releases) {
                             "'released')") != std::string::npos);
     BOOST_TEST(force.find("redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[1], "
                           "'released')") != std::string::npos);
+    // Without a forced channel (a cluster) the deleted owner goes on the release channel, in
+    // the name's slot, ahead of "released" (forced_owner reads it back).
+    const auto forced = force.find("redis.pcall(ARGV[2] == 'S' and 'SPUBLISH' or 'PUBLISH', "
+                                   "ARGV[1], 'forced ' .. owner)");
+    BOOST_TEST(forced != std::string::npos);
+    BOOST_TEST(forced < force.find("ARGV[1], 'released')"));
+    BOOST_TEST(force.find("redis.pcall('PUBLISH', ARGV[3], owner)") <
+               force.find("ARGV[1], 'released')"));
 }
 
 BOOST_AUTO_TEST_CASE(wait_reply) {
