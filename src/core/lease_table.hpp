@@ -26,14 +26,20 @@ struct lease_watch {
     clock::time_point next_renewal = clock::time_point::max(); // watchdog only
     clock::time_point max_hold_at = clock::time_point::max();  // max: no limit
     bool renew_in_flight = false;
+    // What its renewals need: a renew script's keys share one cluster slot (0 off a cluster),
+    // and a batch's WAIT is as strict as its strictest lease's.
+    std::uint16_t cluster_slot = 0;
+    clock::duration wait_timeout{}; // WAIT's timeout when replicas > 0
+    bool count_connected = false;   // replica_sync::on_shortfall counts the connected replicas
     std::size_t slot = static_cast<std::size_t>(-1); // index in the table; -1: not in one
 };
 
 // The watchdog's decisions for every lease held on one connection: when each must be renewed
 // (every lease/3 from the last renewal's send time; renewals due within a small window share one
 // script call), when each is lost (its local deadline passed without a renewal, its renewal was
-// refused, or max_hold was reached). Sans-io: the driver passes the time in, sends the batches
-// and feeds the replies back. See doc/design.md, "Watchdog and lost leases".
+// refused, or max_hold was reached). Sans-io: its owner (the lock core, pg_lock_service) passes
+// the time in, has the batches sent and feeds the replies back. See doc/design.md, "Watchdog and
+// lost leases".
 class lease_table {
 public:
     using clock = std::chrono::steady_clock;

@@ -1,6 +1,9 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/lock_core.hpp"
 
+#include <boost/asio/error.hpp>
+
+#include <algorithm>
 #include <ostream>
 
 namespace corolock::detail {
@@ -171,6 +174,147 @@ bool lock_core::hand_off(std::string_view name, std::size_t n, clock::time_point
 void lock_core::on_release_reply(std::string_view name, bool released) {
     if (auto it = queues_.find(name); it != queues_.end())
         it->second.on_release_reply(released);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leases: the watchdog and the renewals
+
+namespace {
+
+lease_action make(lease_action::kind k, lease_watch* w = nullptr) {
+    lease_action x{};
+    x.what = k;
+    x.lease = w;
+    return x;
+}
+
+lease_action lose(lease_watch& w, error why, lease_loss reason) {
+    auto x = make(lease_action::kind::lose, &w);
+    x.why = why;
+    x.reason = reason;
+    return x;
+}
+
+} // namespace
+
+void lock_core::watch(lease_watch& w, clock::time_point sent, lease_actions& out) {
+    table_.add(w, sent);
+    auto x = make(lease_action::kind::replan);
+    x.at = lease_table::next_event(w);
+    out.push_back(x);
+}
+
+void lock_core::renew(std::span<lease_watch* const> batch, lease_actions& out) const {
+    // One WAIT for the batch, as strict as its strictest lease: each lease checks its own count.
+    std::vector<replica_ask> asks;
+    asks.reserve(batch.size());
+    for (const auto* w : batch)
+        asks.push_back({w->replicas, w->wait_timeout, w->count_connected});
+    const auto wait = strictest_wait(asks);
+    auto x = make(lease_action::kind::renew);
+    x.batch.assign(batch.begin(), batch.end());
+    x.wait = wait.strictest ? batch[*wait.strictest] : nullptr;
+    x.count_connected = wait.count_connected;
+    out.push_back(std::move(x));
+}
+
+void lock_core::on_watchdog(clock::time_point now, lease_actions& out) {
+    table_.make_plan(now, plan_);
+    for (auto& [w, why] : plan_.losing)
+        out.push_back(lose(
+            *w, why, why == error::max_hold_reached ? lease_loss::max_hold : lease_loss::expired));
+    if (!plan_.due.empty()) {
+        std::vector<std::uint16_t> slots;
+        slots.reserve(plan_.due.size());
+        for (const auto* w : plan_.due)
+            slots.push_back(sharded_ ? w->cluster_slot : std::uint16_t{0});
+        std::vector<lease_watch*> leases;
+        for (const auto& batch : renew_batches(slots, sharded_)) {
+            leases.clear();
+            for (auto i : batch)
+                leases.push_back(plan_.due[i]);
+            renew(leases, out);
+        }
+    }
+    auto x = make(lease_action::kind::arm);
+    x.at = table_.empty() ? clock::time_point::max() : plan_.wake_at;
+    out.push_back(x);
+}
+
+bool lock_core::on_renew_reply(std::span<lease_watch* const> batch, clock::time_point sent,
+                               const renew_reply& r, clock::time_point now, lease_actions& out) {
+    // TRYAGAIN (a cluster): the batch's slot is being migrated and its keys are split between
+    // the two nodes. Each lease alone: an ASK takes the moved ones to the importing node, the
+    // others run where they are.
+    if (split_on_try_again(r.ec, batch.size())) {
+        for (auto* w : batch)
+            if (lease_table::contains(*w))
+                renew(std::span<lease_watch* const>(&w, 1), out);
+        return false;
+    }
+    const bool answered =
+        r.ec != condition::connection_failure && r.ec != boost::asio::error::operation_aborted;
+    if (answered)
+        on_script_reply();
+    auto ec = r.ec;
+    if (!ec && r.renewed.size() != batch.size())
+        ec = error::unexpected_reply;
+    auto earliest = clock::time_point::max();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        auto& w = *batch[i];
+        if (!lease_table::contains(w))
+            continue; // released or lost meanwhile: the reply revives nothing
+        if (ec) {
+            table_.on_renew_failed(w, now);
+            auto x = make(lease_action::kind::renew_failed, &w);
+            x.ec = ec;
+            out.push_back(x);
+        } else if (auto loss = table_.on_renewed(w, sent, now, r.renewed[i], r.acks)) {
+            auto x = lose(w, static_cast<error>(loss.value()), renewal_loss(loss, r.renewed[i]));
+            x.acks = r.acks;
+            out.push_back(x);
+        } else {
+            out.push_back(make(lease_action::kind::renewed, &w));
+        }
+        if (lease_table::contains(w))
+            earliest = std::min(earliest, lease_table::next_event(w));
+    }
+    auto x = make(lease_action::kind::replan);
+    x.at = earliest;
+    out.push_back(x);
+    return answered;
+}
+
+void lock_core::renew_now(lease_watch& w, lease_actions& out) {
+    auto* p = &w;
+    renew(std::span<lease_watch* const>(&p, 1), out);
+}
+
+void lock_core::on_reconnect(clock::time_point now, lease_actions& out) {
+    // A lease the server does not have (granted on a master that a failover replaced) is then
+    // reported lost within a round trip of the reconnection, not at its next lease/3 tick.
+    table_.renew_all_now(now);
+    auto x = make(lease_action::kind::replan);
+    x.at = clock::time_point::min();
+    out.push_back(x);
+}
+
+std::ostream& operator<<(std::ostream& os, lease_action::kind k) {
+    switch (k) {
+    case lease_action::kind::lose:
+        return os << "lose";
+    case lease_action::kind::renew:
+        return os << "renew";
+    case lease_action::kind::renewed:
+        return os << "renewed";
+    case lease_action::kind::renew_failed:
+        return os << "renew_failed";
+    case lease_action::kind::arm:
+        return os << "arm";
+    case lease_action::kind::replan:
+        return os << "replan";
+    }
+    return os << "kind(" << static_cast<int>(k) << ")";
 }
 
 std::ostream& operator<<(std::ostream& os, lock_action::kind k) {

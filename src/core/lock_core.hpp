@@ -1,23 +1,26 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The lock service's decisions for one connection (or cluster), pure: every acquisition's state
 // machine, the per-name waiter queues with their wake-ups and hand-offs, the messages of this
-// connection's own releases, and the watchdog's lease table. Events come in with the time; the
-// actions to perform come out, in order, and the driver (io/lock_service, io/acquire_op)
-// performs them with a switch. The randomized model test (test/unit/lock_model.cpp) drives this
-// same object against a model of Redis.
+// connection's own releases, the watchdog's lease table and the renewals' batches. Events come
+// in with the time; the actions to perform come out, in order, and the driver (io/lock_service,
+// io/acquire_op) performs them with a switch. The randomized model test
+// (test/unit/lock_model.cpp) drives this same object against a model of Redis.
 #ifndef COROLOCK_SRC_CORE_LOCK_CORE_HPP
 #define COROLOCK_SRC_CORE_LOCK_CORE_HPP
 
 #include "core/acquire_fsm.hpp"
 #include "core/lease_table.hpp"
+#include "core/lock_metrics.hpp"
 #include "core/lock_policy.hpp"
 #include "core/waiter_queue.hpp"
 
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,9 +79,46 @@ using lock_actions = std::vector<lock_action>;
 
 std::ostream& operator<<(std::ostream& os, lock_action::kind k);
 
+// One thing the driver must do about held leases: the watchdog's and the renewals' decisions.
+// Every lease is its driver's lease_watch (the driver's lease state derives from it).
+struct lease_action {
+    enum class kind : std::uint8_t {
+        lose,         // `lease` is lost for `why` (`reason` for the counters); out of the table
+        renew,        // send one renew script for `batch`, with `wait`'s WAIT (none: nullptr)
+        renewed,      // `lease`'s renewal succeeded: publish its new deadline
+        renew_failed, // `lease`'s renewal failed with `ec`: it is retried until its deadline
+        arm,          // the watchdog's timer: wake at `at` (max: nothing is watched, stop)
+        replan,       // a lease needs the watchdog by `at` (max: maybe nothing is watched)
+    };
+    kind what;
+    lease_watch* lease = nullptr;
+    error why{};
+    lease_loss reason{};
+    std::int64_t acks = 0; // lose with replicas_not_synced: what WAIT counted
+    error_code ec;
+    std::vector<lease_watch*> batch;
+    lease_watch* wait = nullptr;
+    bool count_connected = true; // renew: WAIT counts only the replicas the master has
+    clock::time_point at{};
+};
+
+using lease_actions = std::vector<lease_action>;
+
+std::ostream& operator<<(std::ostream& os, lease_action::kind k);
+
+// The answer to a renew script of a batch: `renewed` (one per lease, in the batch's order) and
+// what the WAIT behind it counted (max when it carried none, -1 when WAIT failed), or `ec`.
+struct renew_reply {
+    error_code ec;
+    std::vector<bool> renewed;
+    std::int64_t acks = std::numeric_limits<std::int64_t>::max();
+};
+
 class lock_core {
 public:
-    explicit lock_core(std::uint32_t seed) noexcept : rng_(seed) {}
+    // `sharded`: a cluster, where a renew script's keys must share one slot.
+    explicit lock_core(std::uint32_t seed, bool sharded = false) noexcept
+        : rng_(seed), sharded_(sharded) {}
 
     // ---- acquisitions. Each event appends the actions to perform, in order, to `out`.
     void start(acquisition& a, clock::time_point now, lock_actions& out);
@@ -121,7 +161,23 @@ public:
             q.q.for_each([&](waiter_queue::id id) { f(acquisition::from_id(id)); });
     }
 
-    // ---- leases: the watchdog's decisions (core/lease_table)
+    // ---- leases: the watchdog's decisions (core/lease_table) and the renewals' batches
+    // (core/lock_policy). Each event appends its lease actions to `out`.
+    // A grant (or a conversion) whose script was sent at `sent` is held: watched from now on.
+    void watch(lease_watch& w, clock::time_point sent, lease_actions& out);
+    // The watchdog's timer fired: the leases lost, the renewals due (one script call a batch:
+    // at most max_renew_batch leases, one slot on a cluster) and, last, the next wake-up.
+    void on_watchdog(clock::time_point now, lease_actions& out);
+    // The renew script of `batch`, sent at `sent`, was answered (or failed). Each lease still
+    // watched is renewed, lost or retried later; a batch refused with TRYAGAIN is sent again
+    // lease by lease. Returns false when the reply was not the server's answer (a TRYAGAIN
+    // split, a connection failure): no round trip to count.
+    bool on_renew_reply(std::span<lease_watch* const> batch, clock::time_point sent,
+                        const renew_reply& r, clock::time_point now, lease_actions& out);
+    // A force-unlock names `w`: renew it now, ahead of its turn, to see whether it is gone.
+    void renew_now(lease_watch& w, lease_actions& out);
+    // The connection came up again (perhaps on another server): every watchdog lease is due now.
+    void on_reconnect(clock::time_point now, lease_actions& out);
     lease_table& leases() noexcept { return table_; }
 
 private:
@@ -134,9 +190,13 @@ private:
         return a.independent ? a.named : a.queue && a.queue->q.woken(a.id());
     }
 
+    void renew(std::span<lease_watch* const> batch, lease_actions& out) const;
+
     std::map<std::string, name_queue, std::less<>> queues_;
     lease_table table_;
+    lease_table::plan plan_; // reused by on_watchdog
     std::minstd_rand rng_;
+    bool sharded_ = false;
     std::uint64_t replies_ = 0;
     std::size_t waiters_ = 0;
 };

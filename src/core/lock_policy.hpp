@@ -1,7 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The lock service's own decisions, pure: what one connection knows of the releases of a name
-// (hand-offs and their messages), and how due renewals are grouped into script calls. The driver
-// (io/lock_service) performs what these decide.
+// (hand-offs and their messages), and how due renewals are grouped into script calls. The lock
+// core (core/lock_core) decides with these; the driver (io/lock_service) performs its actions.
 #ifndef COROLOCK_SRC_CORE_LOCK_POLICY_HPP
 #define COROLOCK_SRC_CORE_LOCK_POLICY_HPP
 

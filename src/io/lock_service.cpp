@@ -259,7 +259,7 @@ private:
 };
 
 lock_service::lock_service(lock_transport io)
-    : io_(std::move(io)), core_(std::random_device{}()), timer_(io_.strand()) {}
+    : io_(std::move(io)), core_(std::random_device{}(), io_.sharded()), timer_(io_.strand()) {}
 
 namespace {
 
@@ -469,11 +469,13 @@ void lock_service::watch(const std::shared_ptr<lease_state>& s, clock::time_poin
         s->max_hold_at = clock::time_point::max() - sent > s->spec->opts.max_hold
                              ? sent + s->spec->opts.max_hold
                              : clock::time_point::max();
-    core_.leases().add(*s, sent);
+    if (io_.sharded())
+        s->cluster_slot = key_slot(s->spec->name);
+    stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
+    run_leases(
+        [&](lock_core& c, clock::time_point, lease_actions& out) { c.watch(*s, sent, out); });
     s->publish_deadline();
     listen_forced(*s);
-    stats_.leases_held.fetch_add(1, std::memory_order_relaxed);
-    replan(lease_table::next_event(*s));
 }
 
 void lock_service::on_first_use() {
@@ -535,7 +537,8 @@ void lock_service::on_forced(std::string_view owner) {
     // after a real force-unlock (the lease is lost within a round trip), and renews it otherwise.
     log().log(logger::level::info,
               describe(*hit->spec) + "a force-unlock names this lease: renewing it now");
-    renew({std::move(hit)});
+    run_leases(
+        [&](lock_core& c, clock::time_point, lease_actions& out) { c.renew_now(*hit, out); });
 }
 
 void lock_service::forget(lease_state& s) {
@@ -758,63 +761,90 @@ void lock_service::replan(clock::time_point t) {
         timer_.cancel();
 }
 
-void lock_service::run_watchdog() {
-    const auto now = clock::now();
-    core_.leases().make_plan(now, plan_);
-    // Copy what the plan points at before acting: losing and renewing change the table.
-    std::vector<std::pair<std::shared_ptr<lease_state>, error>> losing;
-    for (auto& [w, why] : plan_.losing) {
-        auto* s = static_cast<lease_state*>(w);
-        stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-        losing.emplace_back(s->shared_from_this(), why);
-    }
-    std::vector<std::shared_ptr<lease_state>> due;
-    for (auto* w : plan_.due)
-        due.push_back(static_cast<lease_state*>(w)->shared_from_this());
-    for (auto& [s, why] : losing)
-        lose(*s, why, why == error::max_hold_reached ? lease_loss::max_hold : lease_loss::expired);
-    if (!due.empty()) {
-        std::vector<std::uint16_t> slots;
-        slots.reserve(due.size());
-        for (const auto& s : due)
-            slots.push_back(io_.sharded() ? key_slot(s->spec->name) : 0);
-        for (const auto& batch : renew_batches(slots, io_.sharded())) {
-            std::vector<std::shared_ptr<lease_state>> leases;
-            leases.reserve(batch.size());
-            for (auto i : batch)
-                leases.push_back(due[i]);
-            renew(std::move(leases));
-        }
-    }
-    if (core_.leases().empty()) {
-        loop_running_ = false;
-        planned_ = clock::time_point::max();
-        return;
-    }
-    planned_ = plan_.wake_at;
-    timer_.expires_at(planned_);
-    timer_.async_wait([self = shared_from_this()](error_code) { self->run_watchdog(); });
+template <class F>
+void lock_service::run_leases(F event) {
+    // As run(): a nested call would find the buffer taken and use its own.
+    lease_actions out = std::move(lease_buffer_);
+    out.clear();
+    event(core_, clock::now(), out);
+    perform(out);
+    out.clear();
+    lease_buffer_ = std::move(out);
 }
 
-void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
+void lock_service::perform(const lease_actions& actions) {
+    // Every lease the actions name stays alive until they are all performed: a loss ends what
+    // the table knew of one, and its owner may let it go meanwhile.
+    std::vector<std::shared_ptr<lease_state>> keep;
+    for (const auto& x : actions) {
+        if (x.lease)
+            keep.push_back(static_cast<lease_state*>(x.lease)->shared_from_this());
+        for (auto* w : x.batch)
+            keep.push_back(static_cast<lease_state*>(w)->shared_from_this());
+    }
+    for (const auto& x : actions) {
+        auto* s = static_cast<lease_state*>(x.lease);
+        switch (x.what) {
+        case lease_action::kind::lose:
+            if (x.why == error::replicas_not_synced)
+                log().log(logger::level::warning, describe(*s->spec) + "renewal: WAIT saw " +
+                                                      std::to_string(x.acks) + " of " +
+                                                      s->spec->wait_replicas + " replicas");
+            stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
+            lose(*s, x.why, x.reason);
+            break;
+        case lease_action::kind::renew:
+            renew(x);
+            break;
+        case lease_action::kind::renewed:
+            s->publish_deadline();
+            stats_.renewals.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case lease_action::kind::renew_failed:
+            stats_.renewal_failures.fetch_add(1, std::memory_order_relaxed);
+            log().log(logger::level::warning, describe(*s->spec) + "renewal failed (" +
+                                                  x.ec.message() +
+                                                  "); retrying until the deadline");
+            break;
+        case lease_action::kind::arm:
+            if (x.at == clock::time_point::max()) { // nothing is watched: the loop stops
+                loop_running_ = false;
+                planned_ = clock::time_point::max();
+                break;
+            }
+            planned_ = x.at;
+            timer_.expires_at(planned_);
+            timer_.async_wait([self = shared_from_this()](error_code) { self->run_watchdog(); });
+            break;
+        case lease_action::kind::replan:
+            replan(x.at);
+            break;
+        }
+    }
+}
+
+void lock_service::run_watchdog() {
+    run_leases(
+        [](lock_core& c, clock::time_point now, lease_actions& out) { c.on_watchdog(now, out); });
+}
+
+void lock_service::renew(const lease_action& x) {
+    std::vector<std::shared_ptr<lease_state>> batch;
+    batch.reserve(x.batch.size());
+    for (auto* w : x.batch)
+        batch.push_back(static_cast<lease_state*>(w)->shared_from_this());
     const auto sent = clock::now();
     std::vector<std::string_view> keys, args;
     keys.reserve(batch.size());
     args.reserve(3 * batch.size());
-    // One WAIT for the batch, as strict as its strictest lease: each lease checks its own count.
-    std::vector<replica_ask> asks;
-    asks.reserve(batch.size());
     for (auto& s : batch) {
         keys.push_back(s->spec->key);
         args.push_back(kind_arg(s->spec->record)); // one batch renews every kind of record
         args.push_back(s->member.view());
         args.push_back(s->spec->lease_ms);
-        const auto& rs = s->spec->opts.replica_sync;
-        asks.push_back({rs.replicas, rs.timeout, count_connected(*s->spec)});
     }
-    const auto wait = strictest_wait(asks);
-    const lock_spec* strictest = wait.strictest ? batch[*wait.strictest]->spec.get() : nullptr;
-    const bool count = wait.count_connected; // every lease asks only the replicas the master has
+    const lock_spec* strictest = x.wait ? static_cast<lease_state*>(x.wait)->spec.get() : nullptr;
+    const bool count = x.count_connected; // every lease asks only the replicas the master has
     auto call = std::make_shared<script_call>(detail::make_evalsha(renew_script(), keys, args));
     if (strictest)
         add_wait(call->req, strictest->wait_replicas, strictest->wait_ms, count);
@@ -823,58 +853,20 @@ void lock_service::renew(std::vector<std::shared_ptr<lease_state>> batch) {
     const bool several = batch.size() > 1;
     io_.eval(
         renew_script(), route_key, call->req, call->resp,
-        [self = shared_from_this(), batch = std::move(batch), call, sent,
+        [self = shared_from_this(), batch = std::move(batch), leases = x.batch, call, sent,
          waited = strictest != nullptr, count,
          wanted = strictest ? strictest->opts.replica_sync.replicas : 0](error_code ec) {
-            // TRYAGAIN (a cluster): the batch's slot is being migrated and its keys are split
-            // between the two nodes. Each lease alone: an ASK takes the moved ones to the
-            // importing node, the others run where they are.
-            if (split_on_try_again(ec, batch.size())) {
-                for (const auto& s : batch)
-                    if (lease_table::contains(*s))
-                        self->renew({s});
-                return;
-            }
-            const auto now = clock::now();
-            if (ec != condition::connection_failure && ec != asio::error::operation_aborted) {
-                self->stats_.renewal_rtt.observe(now - sent); // answered, if only with an error
-                self->core_.on_script_reply();
-            }
-            std::vector<bool> renewed;
-            const std::int64_t acks = !ec && waited ? take_wait_reply(call->resp, count, wanted)
-                                                    : std::numeric_limits<std::int64_t>::max();
+            renew_reply r;
+            r.ec = ec;
+            if (!ec && waited)
+                r.acks = take_wait_reply(call->resp, count, wanted);
             if (!ec)
-                ec = decode_renew(call->resp, renewed);
-            if (!ec && renewed.size() != batch.size())
-                ec = error::unexpected_reply;
-            auto earliest = clock::time_point::max();
-            for (std::size_t i = 0; i < batch.size(); ++i) {
-                auto& s = *batch[i];
-                if (!lease_table::contains(s))
-                    continue; // released or lost meanwhile
-                if (ec) {
-                    self->core_.leases().on_renew_failed(s, now);
-                    self->stats_.renewal_failures.fetch_add(1, std::memory_order_relaxed);
-                    self->log().log(logger::level::warning, describe(*s.spec) + "renewal failed (" +
-                                                                ec.message() +
-                                                                "); retrying until the deadline");
-                } else if (auto loss =
-                               self->core_.leases().on_renewed(s, sent, now, renewed[i], acks)) {
-                    if (loss == error::replicas_not_synced)
-                        self->log().log(logger::level::warning,
-                                        describe(*s.spec) + "renewal: WAIT saw " +
-                                            std::to_string(acks) + " of " + s.spec->wait_replicas +
-                                            " replicas");
-                    self->stats_.leases_held.fetch_sub(1, std::memory_order_relaxed);
-                    self->lose(s, static_cast<error>(loss.value()), renewal_loss(loss, renewed[i]));
-                } else {
-                    s.publish_deadline();
-                    self->stats_.renewals.fetch_add(1, std::memory_order_relaxed);
-                }
-                if (lease_table::contains(s))
-                    earliest = std::min(earliest, lease_table::next_event(s));
-            }
-            self->replan(earliest);
+                r.ec = decode_renew(call->resp, r.renewed);
+            const auto now = clock::now();
+            self->run_leases([&](lock_core& c, clock::time_point, lease_actions& out) {
+                if (c.on_renew_reply(leases, sent, r, now, out)) // answered, if only with an error
+                    self->stats_.renewal_rtt.observe(now - sent);
+            });
         },
         several);
 }
@@ -922,10 +914,8 @@ void lock_service::abandon() noexcept {
 }
 
 void lock_service::renew_all_now() {
-    // A lease the server does not have (granted on a master that a failover replaced) is then
-    // reported lost within a round trip of the reconnection, not at its next lease/3 tick.
-    core_.leases().renew_all_now(clock::now());
-    replan(clock::time_point::min());
+    run_leases(
+        [](lock_core& c, clock::time_point now, lease_actions& out) { c.on_reconnect(now, out); });
 }
 
 void lock_service::on_connection_stopped() {

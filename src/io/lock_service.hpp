@@ -1,8 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The lock layer's driver: it feeds the connection's events to the pure lock core
-// (core/lock_core: the acquisitions, their queues and hand-offs, the lease table) on the
-// connection's strand and performs the actions it returns: scripts, subscriptions, timers and
-// completions (`perform`, a switch). Every decision is in the core.
+// (core/lock_core: the acquisitions, their queues and hand-offs, the lease table, the renewals)
+// on the connection's strand and performs the actions it returns: scripts, subscriptions, timers,
+// completions, losses and renewals (`perform`, a switch each). Every decision is in the core.
 #ifndef COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
@@ -225,6 +225,10 @@ private:
     template <class F>
     void run(F event);
     void perform(const lock_actions& actions);
+    // The same for the leases' events (the watchdog, the renewals).
+    template <class F>
+    void run_leases(F event);
+    void perform(const lease_actions& actions);
     void on_release_message(const std::string& name, std::size_t credits);
     void on_independent_message(const std::string& name, std::string_view member,
                                 bool writers_only);
@@ -237,17 +241,17 @@ private:
     void forget(lease_state& s);      // out of the watchdog's table
     void replan(clock::time_point t); // something needs attention at t
     void run_watchdog();
-    void renew(std::vector<std::shared_ptr<lease_state>> batch);
+    void renew(const lease_action& x); // sends the renew script of x.batch
     // The RELEASE scripts' publish argument: "S" (SPUBLISH) on a cluster.
     std::string_view publish_flag() const noexcept { return io_.sharded() ? "S" : "P"; }
     const logger& log() const noexcept { return io_.log(); }
 
     lock_transport io_;
     lock_core core_;
-    lock_actions buffer_; // reused by run(); a nested run gets its own
+    lock_actions buffer_;        // reused by run(); a nested run gets its own
+    lease_actions lease_buffer_; // reused by run_leases(), the same way
     // The release-message subscription of each name with local waiters.
     std::map<std::string, std::shared_ptr<listener>, std::less<>> subs_;
-    lease_table::plan plan_;
     boost::asio::steady_timer timer_;
     bool loop_running_ = false;
     clock::time_point planned_ = clock::time_point::max();

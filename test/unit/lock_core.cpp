@@ -2,12 +2,16 @@
 // The lock core's actions for the sequences that matter most, event by event (no server, no
 // sleep): an uncontended acquire is one attempt with no subscription; a contended one subscribes
 // ahead of its retry; a release with a local waiter hands over in the same write; the last
-// waiter's departure unsubscribes; a stopped connection ends every queued waiter. The randomized
-// model (lock_model.cpp) drives the same core against a model of Redis.
+// waiter's departure unsubscribes; a stopped connection ends every queued waiter. Then the
+// leases': a due lease is one renew batch (one slot a batch on a cluster); a failed renewal is
+// retried until the deadline; TRYAGAIN splits a batch; a reply never revives a released lease;
+// a refused renewal loses with its reason. The randomized model (lock_model.cpp) drives the
+// same core against a model of Redis.
 #include "core/lock_core.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -316,6 +320,292 @@ BOOST_AUTO_TEST_CASE(a_deadline_with_no_reply_since_the_attempt_is_the_servers_t
     out.clear();
     core.on_timer(b, t0 + 1s, out);
     BOOST_TEST(out[0].ec == error::acquire_timeout);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---------------------------------------------------------------------------------------------
+// Leases: the watchdog's event (on_watchdog) and the renewals' replies (on_renew_reply), as the
+// driver feeds them. Every lease is a lease_watch (the driver's lease_state derives from it).
+
+namespace {
+
+using corolock::lease_loss;
+using corolock::detail::lease_action;
+using corolock::detail::lease_actions;
+using corolock::detail::lease_table;
+using corolock::detail::lease_watch;
+using corolock::detail::renew_reply;
+using lkind = lease_action::kind;
+
+lease_watch held_lease(std::uint16_t slot = 0) {
+    lease_watch w;
+    w.lease = 30s;
+    w.drift = 300ms;
+    w.cluster_slot = slot;
+    return w;
+}
+
+// The lease actions as "kind@lease" strings (a renew: "renew@first+size").
+std::vector<std::string> shown(const lease_actions& out) {
+    std::vector<std::string> v;
+    for (const auto& x : out) {
+        std::ostringstream os;
+        os << x.what;
+        if (x.what == lkind::renew)
+            os << "@" << static_cast<const void*>(x.batch.front()) << "+" << x.batch.size();
+        else if (x.lease)
+            os << "@" << static_cast<const void*>(x.lease);
+        v.push_back(os.str());
+    }
+    return v;
+}
+
+std::string renew_of(std::initializer_list<const lease_watch*> batch) {
+    std::ostringstream os;
+    os << lkind::renew << "@" << static_cast<const void*>(*batch.begin()) << "+" << batch.size();
+    return os.str();
+}
+
+std::string shown(lkind k, const lease_watch* w = nullptr) {
+    std::ostringstream os;
+    os << k;
+    if (w)
+        os << "@" << static_cast<const void*>(w);
+    return os.str();
+}
+
+renew_reply answered(std::vector<bool> renewed, std::int64_t acks = -2) {
+    renew_reply r;
+    r.renewed = std::move(renewed);
+    if (acks != -2)
+        r.acks = acks;
+    return r;
+}
+
+renew_reply failed(corolock::error e) {
+    renew_reply r;
+    r.ec = e;
+    return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(lock_core_renewals)
+
+BOOST_AUTO_TEST_CASE(a_due_lease_is_one_renew_batch) {
+    lock_core core(1);
+    lease_watch w = held_lease();
+    lease_actions out;
+    core.watch(w, t0, out);
+    // Watched: the watchdog is needed by the lease's first renewal (lease/3).
+    BOOST_TEST((shown(out) == std::vector<std::string>{shown(lkind::replan)}));
+    BOOST_TEST((out[0].at == t0 + 10s));
+    out.clear();
+    core.on_watchdog(t0 + 5s, out); // nothing due yet: only the next wake-up
+    BOOST_TEST((shown(out) == std::vector<std::string>{shown(lkind::arm)}));
+    BOOST_TEST((out[0].at == t0 + 10s));
+    out.clear();
+    core.on_watchdog(t0 + 10s, out);
+    BOOST_TEST((shown(out) == std::vector<std::string>{renew_of({&w}), shown(lkind::arm)}));
+    BOOST_TEST(out[0].wait == nullptr); // no lease asks for replicas: no WAIT
+    BOOST_TEST(w.renew_in_flight);
+    BOOST_TEST((out[1].at == w.valid_until)); // in flight: only its deadline is watched
+    out.clear();
+    core.on_watchdog(t0 + 10s + 1ms, out); // in flight: not sent twice
+    BOOST_TEST((shown(out) == std::vector<std::string>{shown(lkind::arm)}));
+    // Off a cluster, leases of every slot share one call.
+    lock_core one(1);
+    lease_watch a = held_lease(1), b = held_lease(2);
+    one.watch(a, t0, out);
+    one.watch(b, t0, out);
+    out.clear();
+    one.on_watchdog(t0 + 10s, out);
+    BOOST_TEST((shown(out) == std::vector<std::string>{renew_of({&a, &b}), shown(lkind::arm)}));
+}
+
+BOOST_AUTO_TEST_CASE(two_slots_on_a_cluster_are_two_renew_batches) {
+    lock_core core(1, true);
+    lease_watch a = held_lease(5), b = held_lease(9), c = held_lease(5);
+    c.replicas = 2; // c's WAIT is its batch's
+    c.wait_timeout = 50ms;
+    c.count_connected = true;
+    lease_actions out;
+    for (auto* w : {&a, &b, &c})
+        core.watch(*w, t0, out);
+    out.clear();
+    core.on_watchdog(t0 + 10s, out);
+    BOOST_TEST((shown(out) ==
+                std::vector<std::string>{renew_of({&a, &c}), renew_of({&b}), shown(lkind::arm)}));
+    BOOST_TEST((out[0].batch == std::vector<lease_watch*>{&a, &c}));
+    BOOST_TEST(out[0].wait == &c);
+    BOOST_TEST(out[0].count_connected);
+    BOOST_TEST(out[1].wait == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_renewal_retries_until_the_deadline_then_loses) {
+    lock_core core(1);
+    lease_watch w = held_lease();
+    lease_actions out;
+    core.watch(w, t0, out);
+    auto now = t0 + 10s;
+    int retries = 0;
+    for (;;) {
+        out.clear();
+        core.on_watchdog(now, out);
+        if (out.front().what == lkind::lose)
+            break;
+        BOOST_REQUIRE((shown(out) == std::vector<std::string>{renew_of({&w}), shown(lkind::arm)}));
+        const auto batch = out.front().batch;
+        out.clear();
+        const auto sent = now;
+        now += 5ms;
+        BOOST_TEST(core.on_renew_reply(batch, sent, failed(error::connection_lost), now, out) ==
+                   false); // no answer from the server: no round trip
+        BOOST_REQUIRE((shown(out) == std::vector<std::string>{shown(lkind::renew_failed, &w),
+                                                              shown(lkind::replan)}));
+        BOOST_TEST(out[0].ec == error::connection_lost);
+        // Retried soon (1.1 s later), not at lease/3; the deadline, if it comes first.
+        BOOST_TEST((w.next_renewal == now + 1100ms));
+        BOOST_TEST((out[1].at == std::min(w.next_renewal, w.valid_until)));
+        BOOST_TEST((w.valid_until == t0 + 30s - 300ms)); // not extended
+        ++retries;
+        now = out[1].at;
+    }
+    BOOST_TEST(retries > 10);
+    BOOST_TEST((now >= t0 + 30s - 300ms));
+    BOOST_TEST((shown(out) == std::vector<std::string>{shown(lkind::lose, &w), shown(lkind::arm)}));
+    BOOST_TEST(out[0].why == error::lease_lost);
+    BOOST_TEST(out[0].reason == lease_loss::expired);
+    BOOST_TEST((out[1].at == clock_type::time_point::max())); // nothing left: the loop stops
+    BOOST_TEST(!lease_table::contains(w));
+}
+
+BOOST_AUTO_TEST_CASE(a_tryagain_reply_splits_into_single_lease_renewals) {
+    lock_core core(1, true);
+    lease_watch a = held_lease(3), b = held_lease(3);
+    b.replicas = 1;
+    b.wait_timeout = 20ms;
+    lease_actions out;
+    core.watch(a, t0, out);
+    core.watch(b, t0, out);
+    out.clear();
+    core.on_watchdog(t0 + 10s, out);
+    BOOST_REQUIRE((shown(out) == std::vector<std::string>{renew_of({&a, &b}), shown(lkind::arm)}));
+    const auto batch = out.front().batch;
+    out.clear();
+    BOOST_TEST(
+        !core.on_renew_reply(batch, t0 + 10s, failed(error::try_again), t0 + 10s + 1ms, out));
+    // Each lease alone, with its own WAIT; still in flight, no wake-up needed.
+    BOOST_TEST((shown(out) == std::vector<std::string>{renew_of({&a}), renew_of({&b})}));
+    BOOST_TEST(out[0].wait == nullptr);
+    BOOST_TEST(out[1].wait == &b);
+    BOOST_TEST((a.renew_in_flight && b.renew_in_flight));
+    // A single lease refused with TRYAGAIN waits it out: a failed renewal, retried later.
+    const auto single = out[0].batch;
+    out.clear();
+    BOOST_TEST(
+        core.on_renew_reply(single, t0 + 10s, failed(error::try_again), t0 + 10s + 2ms, out));
+    BOOST_TEST((shown(out) ==
+                std::vector<std::string>{shown(lkind::renew_failed, &a), shown(lkind::replan)}));
+    BOOST_TEST(out[0].ec == error::try_again);
+    // The other's answer: renewed.
+    const auto other = std::vector<lease_watch*>{&b};
+    out.clear();
+    BOOST_TEST(core.on_renew_reply(other, t0 + 10s, answered({true}, 1), t0 + 10s + 3ms, out));
+    BOOST_TEST(
+        (shown(out) == std::vector<std::string>{shown(lkind::renewed, &b), shown(lkind::replan)}));
+    BOOST_TEST((b.valid_until == t0 + 40s - 300ms));
+}
+
+BOOST_AUTO_TEST_CASE(a_renewal_reply_for_a_lease_released_meanwhile_does_nothing) {
+    lock_core core(1);
+    lease_watch w = held_lease();
+    lease_actions out;
+    core.watch(w, t0, out);
+    out.clear();
+    core.on_watchdog(t0 + 10s, out);
+    const auto batch = out.front().batch;
+    core.leases().remove(w); // released while its renewal was out (lock_service::forget)
+    for (const auto& r : {answered({true}), answered({false}), failed(error::connection_lost)}) {
+        out.clear();
+        core.on_renew_reply(batch, t0 + 10s, r, t0 + 10s + 1ms, out);
+        // Nothing about the lease: not renewed, not lost, not retried.
+        BOOST_TEST((shown(out) == std::vector<std::string>{shown(lkind::replan)}));
+        BOOST_TEST((out[0].at == clock_type::time_point::max()));
+        BOOST_TEST(!lease_table::contains(w));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_renewal_loses_with_its_reason) {
+    struct case_t {
+        renew_reply reply;
+        clock_type::duration answered_after;
+        int replicas;
+        error why;
+        lease_loss reason;
+    };
+    const case_t cases[] = {
+        // Redis said 0: the key is gone or someone else's.
+        {answered({false}), 1ms, 0, error::lease_lost, lease_loss::renewal_refused},
+        // Renewed, but answered after the local deadline: not trusted.
+        {answered({true}), 20s, 0, error::lease_lost, lease_loss::expired},
+        // Renewed on the master only.
+        {answered({true}, 1), 1ms, 2, error::replicas_not_synced, lease_loss::replicas_not_synced},
+    };
+    for (const auto& c : cases) {
+        lock_core core(1);
+        lease_watch w = held_lease();
+        w.replicas = c.replicas;
+        lease_actions out;
+        core.watch(w, t0, out);
+        out.clear();
+        core.on_watchdog(t0 + 10s, out);
+        const auto batch = out.front().batch;
+        out.clear();
+        BOOST_TEST(core.on_renew_reply(batch, t0 + 10s, c.reply, t0 + 10s + c.answered_after, out));
+        BOOST_TEST(
+            (shown(out) == std::vector<std::string>{shown(lkind::lose, &w), shown(lkind::replan)}));
+        BOOST_TEST(out[0].why == c.why);
+        BOOST_TEST(out[0].reason == c.reason);
+        if (c.why == error::replicas_not_synced)
+            BOOST_TEST(out[0].acks == 1);
+        BOOST_TEST(!lease_table::contains(w));
+    }
+    // A reply of the wrong length is a failure, retried: nothing is lost on a garbled answer.
+    lock_core core(1);
+    lease_watch w = held_lease();
+    lease_actions out;
+    core.watch(w, t0, out);
+    out.clear();
+    core.on_watchdog(t0 + 10s, out);
+    const auto batch = out.front().batch;
+    out.clear();
+    core.on_renew_reply(batch, t0 + 10s, answered({true, true}), t0 + 10s + 1ms, out);
+    BOOST_TEST((shown(out) ==
+                std::vector<std::string>{shown(lkind::renew_failed, &w), shown(lkind::replan)}));
+    BOOST_TEST(out[0].ec == error::unexpected_reply);
+}
+
+// A force-unlock message makes one lease's renewal go out now; a reconnect makes every watchdog
+// lease due at once.
+BOOST_AUTO_TEST_CASE(a_force_unlock_or_a_reconnect_renews_now) {
+    lock_core core(1);
+    lease_watch w = held_lease(), f = held_lease();
+    f.watchdog = false; // a fixed lease: only its deadline is watched
+    lease_actions out;
+    core.watch(w, t0, out);
+    core.watch(f, t0, out);
+    out.clear();
+    core.renew_now(w, out);
+    BOOST_TEST((shown(out) == std::vector<std::string>{renew_of({&w})}));
+    out.clear();
+    core.on_reconnect(t0 + 1s, out);
+    BOOST_TEST((shown(out) == std::vector<std::string>{shown(lkind::replan)}));
+    BOOST_TEST((out[0].at == clock_type::time_point::min()));
+    out.clear();
+    core.on_watchdog(t0 + 1s, out);
+    BOOST_TEST((shown(out) == std::vector<std::string>{renew_of({&w}), shown(lkind::arm)}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

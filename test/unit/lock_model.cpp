@@ -10,12 +10,14 @@
 //   - every acquisition completes exactly once, and by its deadline;
 //   - every grant nobody holds (cancelled, timed out, unknown outcome) is undone: once all is
 //     quiet, no key is left;
-//   - no renewal after release: the lease table (the watchdog's decisions, core/lease_table)
-//     never makes a released or lost lease due, and a renewal's reply never revives one.
+//   - no renewal after release: the core's watchdog (on_watchdog: its lease table and renewal
+//     batches) never renews a released or lost lease, and a renewal's reply (on_renew_reply)
+//     never revives one.
 // Each process runs the real lock core (core/lock_core, the object src/io/lock_service.cpp
 // drives): its acquisitions, queues, wake-ups and hand-offs (bounded in a row), the messages of
-// its own releases. The model only performs the core's actions, with a switch, as the driver does,
-// and routes each release message by its payload as the driver's listener does.
+// its own releases, its watchdog and renewal batches and what each renewal's reply means. The
+// model only performs the core's actions, with a switch, as the driver does, and routes each
+// release message by its payload as the driver's listener does.
 //
 // The same model serves four kinds of lock (kind_t), each a small set of script functions over
 // the records they share (the hash at N, sorted sets of members with deadlines): the mutex, the
@@ -39,6 +41,8 @@ using corolock::error;
 using corolock::detail::acquire_fsm;
 using corolock::detail::acquire_params;
 using corolock::detail::attempt_reply;
+using corolock::detail::lease_action;
+using corolock::detail::lease_actions;
 using corolock::detail::lock_action;
 using corolock::detail::lock_actions;
 using corolock::detail::lock_core;
@@ -57,6 +61,7 @@ struct request {
     int name = 0;
     bool lease_release = false;    // a lease's release (answered), not an undo
     clock_type::time_point sent{}; // renew: when the watchdog sent it
+    std::vector<int> batch{};      // renew: the ops whose leases it renews, in order
     int k = 1;                     // a semaphore's permits
     bool once = false;             // a try: records no reservation, place or intent
     bool reader = false;           // a shared_mutex's reader (its record is in {N}:r)
@@ -75,7 +80,9 @@ struct frame {
     std::string payload;        // "released", "permits <k>", "head <member>", "all"
     bool release_reply = false; // the answer to a lease's release of `name`
     bool released = false;
-    bool renew_reply = false; // the answer to op's renewal (`released`: renewed)
+    bool renew_reply = false; // the answer to a renewal of `batch` (`renewed`, one per lease)
+    std::vector<int> batch;
+    std::vector<bool> renewed;
     clock_type::time_point sent{};
     int name = 0;
     int op = 0;
@@ -329,23 +336,30 @@ private:
         return was_live;
     }
 
-    // The renew script: kind 'h' (the hash's owner) or 'z' (a member of the holders' set, never
-    // brought back once its deadline passed).
-    void renew(int p, const request& r, bool member) {
-        auto& k = keys_[r.name];
+    // The renew script of a batch, lease by lease: kind 'h' (the hash's owner) or 'z' (a member
+    // of the holders' set: a semaphore's, a shared_mutex reader's; never brought back once its
+    // deadline passed).
+    void renew(int p, const request& r) {
         frame f;
         f.renew_reply = true;
-        f.op = r.op;
+        f.batch = r.batch;
         f.sent = r.sent;
-        if (member) {
-            auto it = k.holders.find(r.owner);
-            f.released = it != k.holders.end() && now_ <= it->second.second;
-            if (f.released)
-                it->second.second = now_ + lease_;
-        } else {
-            f.released = k.owner == r.owner && live(r.name);
-            if (f.released)
-                k.expiry = now_ + lease_;
+        for (int id : r.batch) {
+            const auto& a = *ops_[id - 1];
+            auto& k = keys_[a.name];
+            const bool member = kind_ == kind_t::semaphore || (kind_ == kind_t::shared && a.reader);
+            bool renewed = false;
+            if (member) {
+                auto it = k.holders.find(a.owner);
+                renewed = it != k.holders.end() && now_ <= it->second.second;
+                if (renewed)
+                    it->second.second = now_ + lease_;
+            } else {
+                renewed = k.owner == a.owner && live(a.name);
+                if (renewed)
+                    k.expiry = now_ + lease_;
+            }
+            f.renewed.push_back(renewed);
         }
         procs_[p].in.push_back(f);
     }
@@ -367,7 +381,7 @@ private:
                 publish(r.name, "released");
             break;
         case request::renew:
-            renew(p, r, false);
+            renew(p, r);
             break;
         default:
             break;
@@ -424,7 +438,7 @@ private:
             break;
         }
         case request::renew:
-            renew(p, r, true);
+            renew(p, r);
             break;
         default:
             break;
@@ -497,7 +511,7 @@ private:
             break;
         }
         case request::renew:
-            renew(p, r, false);
+            renew(p, r);
             break;
         default:
             break;
@@ -590,7 +604,7 @@ private:
             }
             break;
         case request::renew:
-            renew(p, r, r.reader);
+            renew(p, r);
             break;
         default:
             break;
@@ -665,7 +679,9 @@ private:
                     a.watch.lease = lease_;
                     a.watch.drift = drift_;
                     a.watch.watchdog = rng_() % 3 != 0;
-                    proc.core.leases().add(a.watch, a.fsm.sent());
+                    lease_actions watched;
+                    proc.core.watch(a.watch, a.fsm.sent(), watched);
+                    perform(p, watched);
                     BOOST_REQUIRE(a.watch.valid_until == a.fsm.valid_until());
                     a.valid_until = a.fsm.valid_until();
                 } else if (x.ec == error::acquire_timeout) {
@@ -677,6 +693,67 @@ private:
                 break;
             }
         }
+    }
+
+    // The lease actions (the watchdog's, the renewals'), as lock_service::perform does. A released
+    // or lost lease is never renewed, renewed again or lost again (no renewal after release).
+    void perform(int p, const lease_actions& actions) {
+        auto& proc = procs_[p];
+        for (const auto& x : actions) {
+            switch (x.what) {
+            case lease_action::kind::lose: {
+                auto& a = owner_of(*x.lease);
+                BOOST_REQUIRE_MESSAGE(!a.released && !a.lost, "lost twice: " << a.id);
+                BOOST_REQUIRE(!corolock::detail::lease_table::contains(a.watch));
+                note("op " + std::to_string(a.id) + " lost");
+                a.lost = true;
+                ++c_.losses;
+                break;
+            }
+            case lease_action::kind::renew: {
+                request r{request::renew};
+                r.sent = now_;
+                for (auto* w : x.batch) {
+                    auto& a = owner_of(*w);
+                    BOOST_REQUIRE_MESSAGE(!a.released && !a.lost,
+                                          "a renewal of released or lost lease " << a.id);
+                    r.batch.push_back(a.id);
+                    ++c_.renewals;
+                }
+                BOOST_REQUIRE(!r.batch.empty());
+                BOOST_REQUIRE(x.wait == nullptr); // the model's leases ask no replica
+                proc.out.push_back(std::move(r));
+                break;
+            }
+            case lease_action::kind::renewed:
+            case lease_action::kind::renew_failed: {
+                auto& a = owner_of(*x.lease);
+                BOOST_REQUIRE_MESSAGE(!a.released && !a.lost,
+                                      "a renewal's reply revived lease " << a.id);
+                if (x.what == lease_action::kind::renewed)
+                    a.valid_until = a.watch.valid_until;
+                break;
+            }
+            case lease_action::kind::arm:    // the model runs every watchdog at each time step
+            case lease_action::kind::replan: // (advance_to)
+                break;
+            }
+        }
+    }
+
+    // The answer to a renewal of `batch` (or its failure: `ec`) into process `p`'s core.
+    void renewal_answered(int p, const std::vector<int>& batch, clock_type::time_point sent,
+                          corolock::detail::renew_reply r) {
+        std::vector<corolock::detail::lease_watch*> leases;
+        for (int id : batch) {
+            auto& a = *ops_[id - 1];
+            if (!corolock::detail::lease_table::contains(a.watch))
+                BOOST_REQUIRE(a.released || a.lost); // why it left the table
+            leases.push_back(&a.watch);
+        }
+        lease_actions out;
+        procs_[p].core.on_renew_reply(leases, sent, r, now_, out);
+        perform(p, out);
     }
 
     // Runs one event of process `p`'s core and performs its actions.
@@ -812,18 +889,9 @@ private:
             return;
         }
         if (f.renew_reply) {
-            auto& a = *ops_[f.op - 1];
-            core.on_script_reply();
-            if (!corolock::detail::lease_table::contains(a.watch)) {
-                BOOST_REQUIRE(a.released || a.lost); // why it left the table
-                return;                              // the reply revives nothing
-            }
-            if (core.leases().on_renewed(a.watch, f.sent, now_, f.released)) {
-                a.lost = true;
-                ++c_.losses;
-            } else {
-                a.valid_until = a.watch.valid_until;
-            }
+            corolock::detail::renew_reply r;
+            r.renewed = f.renewed;
+            renewal_answered(p, f.batch, f.sent, std::move(r));
             return;
         }
         auto& a = *ops_[f.op - 1];
@@ -851,12 +919,12 @@ private:
         auto& proc = procs_[p];
         std::vector<int> unknown;
         std::vector<int> failed_releases; // their completions say connection_lost
-        std::vector<int> failed_renewals;
+        std::vector<std::pair<std::vector<int>, clock_type::time_point>> failed_renewals;
         for (auto& f : proc.in) {
             if (f.release_reply)
                 failed_releases.push_back(f.name);
             else if (f.renew_reply)
-                failed_renewals.push_back(f.op);
+                failed_renewals.emplace_back(f.batch, f.sent);
             else if (!f.push)
                 unknown.push_back(f.op);
         }
@@ -870,13 +938,15 @@ private:
             if (r.lease_release)
                 failed_releases.push_back(r.name);
             if (r.what == request::renew)
-                failed_renewals.push_back(r.op);
+                failed_renewals.emplace_back(r.batch, r.sent);
         }
         proc.out.clear();
         proc.in.clear();
-        for (int id : failed_renewals) // the deadline decides
-            if (corolock::detail::lease_table::contains(ops_[id - 1]->watch))
-                proc.core.leases().on_renew_failed(ops_[id - 1]->watch, now_);
+        for (auto& [batch, sent] : failed_renewals) { // the deadline decides
+            corolock::detail::renew_reply r;
+            r.ec = error::connection_lost;
+            renewal_answered(p, batch, sent, std::move(r));
+        }
         for (int n : failed_releases)
             proc.core.on_release_reply(name_of[n], false);
         for (int n = 0; n < names; ++n) {
@@ -920,28 +990,14 @@ private:
         run_watchdogs();
     }
 
-    // Each process's watchdog at `now_`: what its lease table says is lost or due. A released
-    // or lost lease is never due (no renewal after release).
+    // Each process's watchdog at `now_`: the core's lease actions (what is lost, the renewal
+    // batches). A released or lost lease is never due (no renewal after release).
     void run_watchdogs() {
         for (int p = 0; p < processes; ++p) {
-            auto& proc = procs_[p];
-            corolock::detail::lease_table::plan plan;
-            proc.core.leases().make_plan(now_, plan);
-            for (auto& [w, why] : plan.losing) {
-                auto& a = owner_of(*w);
-                BOOST_REQUIRE_MESSAGE(!a.released && !a.lost, "lost twice: " << a.id);
-                a.lost = true;
-                ++c_.losses;
-            }
-            for (auto* w : plan.due) {
-                auto& a = owner_of(*w);
-                BOOST_REQUIRE_MESSAGE(!a.released && !a.lost,
-                                      "a renewal of released or lost lease " << a.id);
-                auto r = make_request(request::renew, a);
-                r.sent = now_;
-                proc.out.push_back(r);
-                ++c_.renewals;
-            }
+            lease_actions out;
+            procs_[p].core.on_watchdog(now_, out);
+            BOOST_REQUIRE(!out.empty() && out.back().what == lease_action::kind::arm);
+            perform(p, out);
         }
     }
 
