@@ -193,7 +193,10 @@ lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const 
     lease = spec->opts.lease;
     drift = spec->drift;
     watchdog = spec->opts.watchdog;
-    replicas = spec->opts.replica_sync.replicas;
+    const auto& rs = spec->opts.replica_sync;
+    replicas = rs.replicas;
+    wait_timeout = rs.timeout;
+    count_connected = rs.on_shortfall == replica_sync::shortfall::count_connected;
 }
 
 // ---------------------------------------------------------------------------------------------
