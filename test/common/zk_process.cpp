@@ -131,8 +131,11 @@ std::string zk_ensemble::address(int i) const {
 
 std::string zk_ensemble::connect_string() const {
     std::string out;
-    for (int i = 0; i < size(); ++i)
-        out += (i == 0 ? "" : ",") + address(i);
+    for (int i = 0; i < size(); ++i) {
+        if (i > 0)
+            out += ','; // not `"," + address(i)`: g++ 12 -O3 warns falsely (-Wrestrict) there
+        out += address(i);
+    }
     return out;
 }
 
