@@ -18,13 +18,14 @@ constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 } // namespace
 
 void connection_impl::notify_writer() {
-    // Nothing in flight and no write under way: a lone request (one coroutine's next script)
-    // goes out now, in the call that queued it. Waking the writer instead cost a timer
-    // completion, the coroutine's resumption, an async_write and its posted completion: about a
-    // third of the handlers and system calls (a reactor poll per handler chain) of an awaited
-    // acquire + release at one coroutine. With replies pending, the writer is woken instead and
-    // writes everything queued until it runs in one go (pipelining at many coroutines).
-    if (!writing_ && unwritten_.empty() && mpx_.in_flight() == 0 && stream_.is_plain() &&
+    // No write under way and the multiplexer says now (multiplexer::write_at_once): a lone
+    // request (one coroutine's next script), or a batch of them behind pending replies, goes out
+    // in the call that queued it. Waking the writer instead cost a timer completion, the
+    // coroutine's resumption, an async_write and its posted completion: about a third of the
+    // handlers and system calls (a reactor poll per handler chain) of an awaited acquire +
+    // release at one coroutine. Otherwise the writer is woken and writes everything queued until
+    // it runs in one go (pipelining at many coroutines).
+    if (!writing_ && unwritten_.empty() && mpx_.write_at_once() && stream_.is_plain() &&
         write_batches_.load(std::memory_order_relaxed) == 0)
         return write_now();
     writer_timer_.cancel();

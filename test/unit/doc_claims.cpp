@@ -4,6 +4,7 @@
 #include "core/latch_scripts.hpp"
 #include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
+#include "core/multiplexer.hpp"
 #include "core/zk_lock_recipe.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
@@ -255,6 +256,7 @@ std::map<std::string, std::string> registry() {
     r["limits.min_lease"] = fmt(corolock::detail::min_lease);
     r["limits.max_option_duration"] = fmt(corolock::detail::max_option_duration);
     r["limits.max_renew_batch"] = count(corolock::detail::max_renew_batch);
+    r["limits.eager_write_requests"] = count(corolock::detail::multiplexer::eager_write_requests);
 
     // The buckets of the metrics' histograms.
     r["histogram.first_bound"] = fmt(corolock::duration_histogram::bounds.front());

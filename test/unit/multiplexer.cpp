@@ -76,6 +76,25 @@ BOOST_FIXTURE_TEST_CASE(coalesces_waiting_requests_into_one_write, fixture) {
     BOOST_TEST(mpx.in_flight() == 2u);
 }
 
+// A request goes out at once when nothing is in flight, or when a batch of
+// eager_write_requests waits behind pending replies; between the two it waits for the writer.
+BOOST_FIXTURE_TEST_CASE(writes_at_once_when_idle_or_when_a_batch_waits, fixture) {
+    BOOST_TEST(!mpx.write_at_once()); // nothing to write
+    std::vector<generic_response> resps(multiplexer::eager_write_requests + 1);
+    mpx.add(make(get_a, resps[0]));
+    BOOST_TEST(mpx.write_at_once()); // idle pipeline: the lone request leaves now
+    std::size_t commands = 0;
+    mpx.prepare_write(commands);
+    mpx.commit_write();
+    for (std::size_t i = 1; i < multiplexer::eager_write_requests; ++i) {
+        mpx.add(make(get_a, resps[i]));
+        BOOST_TEST(!mpx.write_at_once()); // behind a pending reply: the writer's
+    }
+    mpx.add(make(get_a, resps[multiplexer::eager_write_requests]));
+    BOOST_TEST(mpx.waiting() == multiplexer::eager_write_requests);
+    BOOST_TEST(mpx.write_at_once()); // a full batch leaves now
+}
+
 // The in-flight queue reuses and compacts its storage (reusing_fifo): FIFO order holds across
 // hundreds of requests written in batches and answered while others are written, the completed
 // request is handed back, and a lost connection fails exactly those still in flight.
