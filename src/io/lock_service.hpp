@@ -221,13 +221,15 @@ public:
 private:
     class listener;
     class forced_listener;
-    // Runs `event(core_, now, actions)` and performs the actions.
+    // Runs `event(core_, now, actions)` and performs the actions, in `buffer_` (acquisitions) or
+    // `lease_buffer_` (the leases' events: the watchdog, the renewals) by the actions' type.
     template <class F>
     void run(F event);
-    void perform(const lock_actions& actions);
-    // The same for the leases' events (the watchdog, the renewals).
     template <class F>
     void run_leases(F event);
+    template <class Actions, class F>
+    void run_core(Actions& buffer, F event);
+    void perform(const lock_actions& actions);
     void perform(const lease_actions& actions);
     void on_release_message(const std::string& name, std::size_t credits);
     void on_independent_message(const std::string& name, std::string_view member,

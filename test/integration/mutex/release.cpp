@@ -134,6 +134,34 @@ BOOST_FIXTURE_TEST_CASE(dropped_lease_releases_promptly, fixture) {
     });
 }
 
+// A dropped lease's release waits for what its holder sends next: with the next acquire it
+// leaves in one write (one round trip a cycle); alone, it still goes out at once.
+BOOST_FIXTURE_TEST_CASE(a_dropped_lease_s_release_leaves_with_the_next_acquire, fixture) {
+    run([&]() -> awaitable<void> {
+        auto cfg = config_for(srv);
+        cfg.health_check_interval = clock_type::duration::zero(); // no PING in the counted writes
+        auto& quiet_conn = add_connection(cfg, quiet());
+        corolock::mutex a(quiet_conn, "lock:drop:a", lease_of(10s, false)),
+            b(quiet_conn, "lock:drop:b", lease_of(10s, false));
+        co_await (co_await a.async_acquire()).async_release(); // the scripts are loaded
+        std::size_t writes = 0, commands = 0;
+        {
+            lease l = co_await a.async_acquire();
+            BOOST_TEST(exists("lock:drop:a"));
+            writes = quiet_conn.stats().writes;
+            commands = quiet_conn.stats().commands;
+        } // dropped: its release waits for the writer
+        lease lb = co_await b.async_acquire();
+        BOOST_TEST(lb.valid());
+        BOOST_TEST(quiet_conn.stats().commands - commands == 2u); // the release and the acquire
+        BOOST_TEST(quiet_conn.stats().writes - writes == 1u);     // in one write
+        BOOST_TEST(!exists("lock:drop:a"));
+        { lease l = std::move(lb); } // dropped, with nothing behind it: the writer sends it
+        BOOST_TEST(co_await eventually([&] { return !exists("lock:drop:b"); }, 1s, 1ms));
+        BOOST_TEST(quiet_conn.stats().writes - writes == 2u);
+    });
+}
+
 // Destroying a mutex with an acquire pending (review L2).
 BOOST_FIXTURE_TEST_CASE(destroying_a_mutex_cancels_its_pending_acquires, fixture) {
     run([&]() -> awaitable<void> {
@@ -231,6 +259,34 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both)
     const auto pttl = srv.command({"PTTL", "lock:orphaned"}); // held, left to expire
     BOOST_REQUIRE(pttl.starts_with(":"));
     BOOST_TEST(std::stoll(pttl.substr(1)) > 0);
+}
+
+// The watchdog's timer outlives the last lease (it runs out rather than being cancelled), but
+// not the connection: stopped after a release, the io_context runs out of work at once, not a
+// renewal period (10 s here) later.
+BOOST_AUTO_TEST_CASE(a_stopped_connection_leaves_no_watchdog_timer_behind) {
+    redis_process srv;
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), config_for(srv), quiet());
+    conn.async_run(asio::detached);
+    bool released = false;
+    asio::co_spawn(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex m(conn, "lock:timer", lease_of(30s)); // watchdog, renewal in 10 s
+            lease l = co_await m.async_acquire();
+            co_await l.async_release();
+            released = true;
+            conn.cancel();
+        },
+        asio::detached);
+    const auto t0 = clock_type::now();
+    ioc.run_for(20s);
+    const auto took = clock_type::now() - t0;
+    BOOST_TEST(released);
+    BOOST_TEST(ioc.stopped()); // ran out of work
+    BOOST_TEST_MESSAGE("the io_context ran out of work " << ms(took) << " ms after the start");
+    BOOST_TEST((took < 5s));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
