@@ -147,8 +147,8 @@ public:
     // rather than when the writer next runs: the pipeline is idle (a lone request), or
     // `eager_write_requests` wait behind replies still pending. The writer runs only after
     // every continuation of the replies it read, so without the second rule a round of 50
-    // coroutines left in one write at the end, while the server sat idle (0.81 of
-    // redis-benchmark's limit at 50 coroutines; 1.0 with batches of 16, doc/benchmarks.md).
+    // coroutines left in one write at the end, while the server sat idle (0.82 of
+    // redis-benchmark's limit at 50 coroutines; 1.12-1.14 with batches of 16: doc/benchmarks.md).
     bool write_at_once() const noexcept {
         return !waiting_.empty() && (in_flight_.empty() || waiting_.size() >= eager_write_requests);
     }
