@@ -662,11 +662,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     // With a hand-off the head's attempt follows on the socket: send EVAL, never answered
     // NOSCRIPT, so the release cannot be re-queued behind that attempt (name_queue decides when).
     const bool hand_over = core_.release_hands_over(s->spec->name);
-    // The release and the hand-off attempt leave in one write. So does a dropped lease's release
-    // (no completion) and what its holder does next, usually its next acquire: held back for the
-    // writer, the release goes out with that acquire when it writes at once: one write of two
-    // commands per cycle at one coroutine instead of two (bench `lock --only drop`).
-    const auto batch = io_.write_batch(hand_over || !done);
+    // The release and the hand-off attempt leave in one write. A dropped lease's release (no
+    // completion) is not held back to leave with its holder's next request: a connection
+    // stopped right after the drop would discard it, unwritten (review_today, 2026-11-26).
+    const auto batch = io_.write_batch(hand_over);
     auto call = std::make_shared<script_call>(
         s->spec->release_request(s->member.view(), publish_flag(), hand_over));
     io_.eval(s->spec->release_script(), s->spec->name, call->req, call->resp,

@@ -134,32 +134,33 @@ BOOST_FIXTURE_TEST_CASE(dropped_lease_releases_promptly, fixture) {
     });
 }
 
-// A dropped lease's release waits for what its holder sends next: with the next acquire it
-// leaves in one write (one round trip a cycle); alone, it still goes out at once.
-BOOST_FIXTURE_TEST_CASE(a_dropped_lease_s_release_leaves_with_the_next_acquire, fixture) {
-    run([&]() -> awaitable<void> {
-        auto cfg = config_for(srv);
-        cfg.health_check_interval = clock_type::duration::zero(); // no PING in the counted writes
-        auto& quiet_conn = add_connection(cfg, quiet());
-        corolock::mutex a(quiet_conn, "lock:drop:a", lease_of(10s, false)),
-            b(quiet_conn, "lock:drop:b", lease_of(10s, false));
-        co_await (co_await a.async_acquire()).async_release(); // the scripts are loaded
-        std::size_t writes = 0, commands = 0;
-        {
-            lease l = co_await a.async_acquire();
-            BOOST_TEST(exists("lock:drop:a"));
-            writes = quiet_conn.stats().writes;
-            commands = quiet_conn.stats().commands;
-        } // dropped: its release waits for the writer
-        lease lb = co_await b.async_acquire();
-        BOOST_TEST(lb.valid());
-        BOOST_TEST(quiet_conn.stats().commands - commands == 2u); // the release and the acquire
-        BOOST_TEST(quiet_conn.stats().writes - writes == 1u);     // in one write
-        BOOST_TEST(!exists("lock:drop:a"));
-        { lease l = std::move(lb); } // dropped, with nothing behind it: the writer sends it
-        BOOST_TEST(co_await eventually([&] { return !exists("lock:drop:b"); }, 1s, 1ms));
-        BOOST_TEST(quiet_conn.stats().writes - writes == 2u);
-    });
+// A lease dropped right before its connection is stopped is still released: with nothing in
+// flight its release is written in the drop itself (held back for the writer, the stop
+// discarded it unwritten: 10 of 10 left on the server, review of 2026-11-26).
+BOOST_AUTO_TEST_CASE(a_lease_dropped_right_before_cancel_is_still_released) {
+    redis_process srv;
+    int left_behind = 0;
+    constexpr int rounds = 5;
+    for (int round = 0; round < rounds; ++round) {
+        asio::io_context ioc;
+        corolock::connection c(ioc.get_executor(), config_for(srv), quiet());
+        c.async_run(asio::detached);
+        const std::string name = "lock:drop-cancel:" + std::to_string(round);
+        asio::co_spawn(
+            ioc,
+            [&]() -> awaitable<void> {
+                corolock::mutex m(c, name, lease_of(30s));
+                co_await (co_await m.async_acquire()).async_release(); // the scripts are loaded
+                { lease l = co_await m.async_acquire(); }              // dropped
+                c.cancel();
+            },
+            asio::detached);
+        ioc.run_for(10s);
+        BOOST_TEST(ioc.stopped());
+        if (srv.command({"EXISTS", name}) == ":1\r\n")
+            ++left_behind;
+    }
+    BOOST_TEST(left_behind == 0);
 }
 
 // Destroying a mutex with an acquire pending (review L2).
