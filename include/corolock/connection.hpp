@@ -228,7 +228,10 @@ public:
     subscription subscribe(std::string channel);
 
     /// Stops `async_run`, closes the socket and fails every outstanding request with
-    /// operation_aborted. Thread-safe.
+    /// operation_aborted. Requests queued but not yet written are first written, best effort
+    /// (one non-blocking write, plain TCP or unix sockets, not TLS), so a lease dropped just
+    /// before still sends its release: their outcome is unknown, as for requests in flight.
+    /// Thread-safe.
     void cancel();
 
     /// True while a connection is established and set up.

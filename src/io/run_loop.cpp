@@ -75,6 +75,13 @@ void connection_impl::stop() {
     asio::post(strand_, [self = shared_from_this()] {
         self->stopping_ = true;
         if (self->running_) {
+            // What is queued but unwritten goes out first, best effort (one non-blocking write
+            // on a plain socket): a lease dropped just before the stop sends its release, as
+            // its destructor promises, instead of leaving the key to expire. It still fails
+            // with operation_aborted below, its outcome unknown, like any request in flight.
+            if (self->connected_ && !self->writing_ && self->unwritten_.empty() &&
+                self->stream_.is_plain() && self->mpx_.has_waiting())
+                self->write_now();
             self->run_signal_.emit(asio::cancellation_type::terminal);
         } else {
             self->stopped_ = true;

@@ -186,5 +186,65 @@ BOOST_AUTO_TEST_CASE(connections_on_other_executors_complete_on_the_callers_exec
     pool.join();
 }
 
+// ---------------------------------------------------------------------------------------------
+// The timer left to run out after the last lease (planned a long lease's lease/3 ahead): a
+// shorter lease that follows is still renewed, lost at its deadline, found deleted, on time
+// (review of 2026-11-26; without the re-plan each would wait out the 30 s timer).
+
+namespace {
+
+awaitable<void> long_lease_cycle(corolock::connection& c) {
+    corolock::mutex m(c, "lock:long-cycle", lease_of(90s)); // the timer: 30 s ahead
+    lease l = co_await m.async_acquire();
+    co_await l.async_release();
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_short_lease_after_a_long_one_is_renewed_on_time, fixture) {
+    run([&]() -> awaitable<void> {
+        co_await long_lease_cycle(conn);
+        const auto renewals = stats().renewals;
+        corolock::mutex m(conn, "lock:short-after-long", lease_of(900ms)); // renewed every 300 ms
+        lease l = co_await m.async_acquire();
+        co_await sleep_for(2700ms);
+        BOOST_TEST(l.valid());
+        BOOST_TEST(exists("lock:short-after-long"));
+        BOOST_TEST(stats().renewals - renewals >= 3u);
+        auto [ec] = co_await l.async_release(tuple_use_awaitable);
+        BOOST_TEST(!ec);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(a_fixed_lease_after_a_long_one_is_lost_at_its_deadline, fixture) {
+    run([&]() -> awaitable<void> {
+        co_await long_lease_cycle(conn);
+        corolock::mutex m(conn, "lock:fixed-after-long", lease_of(500ms, false));
+        const auto t0 = clock_type::now();
+        lease l = co_await m.async_acquire();
+        auto [ec] = co_await l.async_wait_lost(tuple_use_awaitable);
+        BOOST_TEST(ec == error::lease_lost);
+        BOOST_TEST(l.lost());
+        BOOST_TEST((clock_type::now() - t0 < 5s));
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(a_key_deleted_after_a_long_lease_cycle_is_found_at_the_next_renewal,
+                        fixture) {
+    run([&]() -> awaitable<void> {
+        co_await long_lease_cycle(conn);
+        corolock::mutex m(conn, "lock:deleted-after-long", lease_of(900ms));
+        lease l = co_await m.async_acquire();
+        srv.command({"DEL", "lock:deleted-after-long"});
+        const auto t0 = clock_type::now();
+        asio::steady_timer guard(co_await asio::this_coro::executor, 10s);
+        auto r = co_await (l.async_wait_lost(tuple_use_awaitable) ||
+                           guard.async_wait(tuple_use_awaitable));
+        BOOST_TEST(r.index() == 0u);
+        BOOST_TEST(l.lost());
+        BOOST_TEST((clock_type::now() - t0 < 5s));
+    });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
