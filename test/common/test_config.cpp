@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <string>
+#include <unistd.h>
 
 namespace corolock::test {
 
@@ -123,6 +125,15 @@ std::string bulk(std::string_view s) {
     out += s;
     out += "\r\n";
     return out;
+}
+
+bool append_whole(const char* path, const std::string& text) {
+    const int fd = ::open(path, O_WRONLY | O_APPEND);
+    if (fd < 0)
+        return false;
+    const auto n = ::write(fd, text.data(), text.size());
+    ::close(fd);
+    return n == static_cast<ssize_t>(text.size());
 }
 
 } // namespace corolock::test

@@ -65,6 +65,11 @@ eventually(std::function<bool()> done, std::chrono::steady_clock::duration withi
 // A RESP2 bulk string, as redis_process::command returns it.
 std::string bulk(std::string_view s);
 
+// Appends `text` to the file at `path` in one write on an O_APPEND descriptor, so that what
+// several processes append never interleaves (stdio flushes in 4 KiB pieces: another process's
+// piece could land inside a line). False if it could not.
+bool append_whole(const char* path, const std::string& text);
+
 } // namespace corolock::test
 
 #endif

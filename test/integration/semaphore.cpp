@@ -538,11 +538,12 @@ void limit_stress(bool drops) {
             std::this_thread::sleep_for(10ms);
         conn.cancel();
         pool.join();
-        FILE* f = std::fopen(path, "a");
+        std::string all;
         for (const auto& h : holds)
-            std::fprintf(f, "%lld %lld %d\n", static_cast<long long>(h.from_ns),
-                         static_cast<long long>(h.to_ns), h.k);
-        std::fclose(f);
+            all += std::to_string(h.from_ns) + " " + std::to_string(h.to_ns) + " " +
+                   std::to_string(h.k) + "\n";
+        if (!corolock::test::append_whole(path, all))
+            ++errors;
         ::_exit(errors == 0 ? 0 : 1);
     }
     std::atomic<bool> running{true};

@@ -519,10 +519,11 @@ BOOST_AUTO_TEST_CASE(readers_and_writers_from_three_processes) {
             std::this_thread::sleep_for(10ms);
         conn.cancel();
         pool.join();
-        FILE* f = std::fopen(path, "a");
+        std::string all;
         for (const auto& l : lines)
-            std::fprintf(f, "%s\n", l.c_str());
-        std::fclose(f);
+            all += l + "\n";
+        if (!corolock::test::append_whole(path, all))
+            ++errors;
         ::_exit(errors == 0 && torn == 0 ? 0 : 1);
     }
     for (pid_t c : children) {
