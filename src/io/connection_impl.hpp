@@ -170,6 +170,10 @@ private:
     // Something was queued: written at once when the pipeline is idle (see write_now), else
     // the writer is woken and coalesces everything queued meanwhile into its next write.
     void notify_writer();
+    // No write under way, nothing left over from one, and a socket write_now can use.
+    bool can_write_now() const noexcept {
+        return !writing_ && unwritten_.empty() && stream_.is_plain();
+    }
     void write_now();
     void wrote(std::size_t commands, std::size_t bytes);
     void queue_subscribe(std::string_view command, const std::vector<std::string>& channels,

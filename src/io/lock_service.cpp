@@ -664,7 +664,8 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     const bool hand_over = core_.release_hands_over(s->spec->name);
     // The release and the hand-off attempt leave in one write. A dropped lease's release (no
     // completion) is not held back to leave with its holder's next request: a connection
-    // stopped right after the drop would discard it, unwritten (review_today, 2026-11-26).
+    // stopped right after the drop would discard it unwritten on TLS, where the stop cannot
+    // write what is queued (test mutex/release/a_lease_dropped_right_before_the_connection_...).
     const auto batch = io_.write_batch(hand_over);
     auto call = std::make_shared<script_call>(
         s->spec->release_request(s->member.view(), publish_flag(), hand_over));

@@ -79,8 +79,7 @@ void connection_impl::stop() {
             // on a plain socket): a lease dropped just before the stop sends its release, as
             // its destructor promises, instead of leaving the key to expire. It still fails
             // with operation_aborted below, its outcome unknown, like any request in flight.
-            if (self->connected_ && !self->writing_ && self->unwritten_.empty() &&
-                self->stream_.is_plain() && self->mpx_.has_waiting())
+            if (self->connected_ && self->can_write_now() && self->mpx_.has_waiting())
                 self->write_now();
             self->run_signal_.emit(asio::cancellation_type::terminal);
         } else {

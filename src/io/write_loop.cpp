@@ -25,7 +25,7 @@ void connection_impl::notify_writer() {
     // handlers and system calls (a reactor poll per handler chain) of an awaited acquire +
     // release at one coroutine. Otherwise the writer is woken and writes everything queued until
     // it runs in one go (pipelining at many coroutines).
-    if (!writing_ && unwritten_.empty() && mpx_.write_at_once() && stream_.is_plain() &&
+    if (can_write_now() && mpx_.write_at_once() &&
         write_batches_.load(std::memory_order_relaxed) == 0)
         return write_now();
     writer_timer_.cancel();
