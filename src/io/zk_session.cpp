@@ -104,6 +104,13 @@ void on_void(int rc, const void* data) {
     c->done(std::move(r));
 }
 
+void on_string(int rc, const char*, const void* data) {
+    std::unique_ptr<zk_call> c(static_cast<zk_call*>(const_cast<void*>(data)));
+    zk_reply r;
+    r.rc = rc;
+    c->done(std::move(r));
+}
+
 void on_strings(int rc, const String_vector* strings, const void* data) {
     std::unique_ptr<zk_call> c(static_cast<zk_call*>(const_cast<void*>(data)));
     zk_reply r;
@@ -203,6 +210,7 @@ void zk_session::open_handle() {
     const auto hosts = config_.hosts + config_.chroot;
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(config_.session_timeout).count();
+    fsm_.on_open(clock::now());
     zh_ = zookeeper_init(hosts.c_str(), session_watcher, static_cast<int>(ms), nullptr, this, 0);
     if (zh_ == nullptr)
         return;
@@ -273,6 +281,9 @@ asio::awaitable<void> zk_session::pump() {
                 break;
             }
         }
+        // Queued before zookeeper_interest, so that the interest includes writing it.
+        if (zoo_state(zh_) == ZOO_CONNECTED_STATE && fsm_.sync_due() <= clock::now())
+            send_sync();
         int fd = -1;
         int interest = 0;
         timeval tv{};
@@ -318,6 +329,10 @@ asio::awaitable<void> zk_session::pump() {
         auto wait = std::chrono::milliseconds(std::int64_t(tv.tv_sec) * 1000 + tv.tv_usec / 1000);
         if (rc != ZOK || fd_ < 0)
             wait = std::clamp(wait, std::chrono::milliseconds(1), std::chrono::milliseconds(50));
+        // The next sync may be due before the C client needs to run again.
+        if (const auto due = fsm_.sync_due(); due != clock::time_point::max())
+            wait = std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(
+                                      std::max(due - clock::now(), clock::duration::zero())));
         timer_.expires_after(std::max(wait, std::chrono::milliseconds(0)));
         if (st != ZOO_CONNECTED_STATE && config_.log.enabled(logger::level::debug)) {
             std::ostringstream os;
@@ -329,8 +344,6 @@ asio::awaitable<void> zk_session::pump() {
         if (stopping_)
             break;
         zookeeper_process(zh_, events);
-        if ((events & ZOOKEEPER_READ) != 0)
-            fsm_.on_contact(clock::now());
         publish();
     }
     if (auth_failed) {
@@ -385,7 +398,10 @@ void zk_session::apply(zk_session_action a) {
         break;
     case zk_session_action::drop_leases:
         log(logger::level::warning,
-            "zookeeper: suspended past the leases' validity: reported lost");
+            fsm_.state() == zk_session_state::suspended
+                ? "zookeeper: suspended past the leases' validity: reported lost"
+                : "zookeeper: no sync answered through the leader within the leases' validity "
+                  "(the server may have lost the leader): reported lost");
         lose_grants(error::lease_lost);
         break;
     case zk_session_action::expire_and_renew:
@@ -584,6 +600,17 @@ void zk_session::cancel_ops(std::uint64_t mutex) {
 void zk_session::add_grant(const std::shared_ptr<zk_grant>& g) {
     std::erase_if(grants_, [](const auto& w) { return w.expired(); });
     grants_.push_back(g);
+    // Granted while the leader's view is not proven (the leases were just given up): lost at once.
+    if (!(clock::now() < fsm_.valid_until()))
+        asio::post(strand_, [g] { g->lose(error::lease_lost); });
+}
+
+void zk_session::send_sync() {
+    const auto n = fsm_.on_sync_sent(clock::now());
+    auto self = shared_from_this();
+    submit([self,
+            n](zk_reply r) { self->apply(self->fsm_.on_sync_reply(n, clock::now(), r.rc == ZOK)); },
+           [](zhandle_t* zh, void* c) { return zoo_async(zh, "/", on_string, c); });
 }
 
 void zk_session::lose_grants(error_code why) {

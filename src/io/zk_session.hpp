@@ -145,6 +145,8 @@ private:
     void flush_queue();
     std::uint64_t submit(callback cb, std::function<int(zhandle_t*, void*)> send);
     void kick();
+    // A sync through the leader: the session FSM's proof of the leader's view.
+    void send_sync();
     void publish();
     void finish_run(error_code ec);
 
@@ -157,7 +159,7 @@ private:
     boost::asio::posix::stream_descriptor sd_;
     boost::asio::steady_timer timer_;
     boost::asio::steady_timer kick_;
-    boost::asio::steady_timer suspension_;
+    boost::asio::steady_timer suspension_; // the leases' validity (fsm_.deadline())
     bool running_ = false;
     bool stopping_ = false;
     bool stopped_ = false;
