@@ -369,6 +369,41 @@ BOOST_FIXTURE_TEST_CASE(a_token_drawn_while_an_acquire_waits_is_smaller_than_its
     }());
 }
 
+// A database installed by an older corolock has no corolock_acquire: the acquire fails with
+// server_error and the log keeps the server's message and says to run async_install, which
+// upgrades the schema in place (a held row stays held).
+BOOST_FIXTURE_TEST_CASE(an_acquire_on_an_older_schema_says_to_run_async_install, fixture) {
+    srv.sql("DROP FUNCTION corolock_acquire(text, text, bigint)");
+    corolock::test::log_capture log;
+    corolock::pg_connection conn(ioc.get_executor(), config(),
+                                 log.make(corolock::logger::level::info));
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "older", lease_of(10s));
+        auto [ec, l] = co_await m.async_acquire_for(5s, tuple_deferred);
+        BOOST_TEST(ec == error::server_error, ec.message());
+        BOOST_TEST(!l.owns());
+        std::size_t said = 0;
+        {
+            std::lock_guard g(log.m);
+            for (const auto& line : log.lines)
+                said += line.find("acquire of older failed") != std::string::npos &&
+                        line.find("function corolock_acquire(") != std::string::npos &&
+                        line.find("does not exist") != std::string::npos &&
+                        line.find("SQLSTATE 42883") != std::string::npos &&
+                        line.find("run pg_mutex::async_install") != std::string::npos;
+        }
+        BOOST_TEST(said == 1u);
+        co_await m.async_install();
+        auto [ec2, l2] = co_await m.async_acquire_for(5s, tuple_deferred);
+        BOOST_TEST(!ec2, ec2.message());
+        BOOST_TEST(l2.owns());
+        if (l2.owns())
+            co_await l2.async_release();
+        conn.cancel();
+    }());
+}
+
 // A holder SIGKILLed: its row expires within its lease and another process gets the lock.
 BOOST_FIXTURE_TEST_CASE(a_killed_holder_expires_within_its_lease, fixture) {
     int ready[2];
