@@ -221,8 +221,9 @@ private:
 /// session-level advisory lock: those belong to the connection, which many coroutines share.
 ///
 /// The table must exist: call `async_install` once (it is idempotent) before the first
-/// acquire, e.g. at deployment or at start-up; an acquire without it fails with `server_error`
-/// (SQLSTATE 42P01).
+/// acquire, e.g. at deployment or at start-up, and again after upgrading corolock; an acquire
+/// without it, or after an older corolock's install, fails with `server_error` (SQLSTATE 42883:
+/// no `corolock_acquire`; the log says to run `async_install`).
 ///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection must outlive the mutex. Destroying the mutex cancels its pending
@@ -263,8 +264,9 @@ public:
     /// The options given to the constructor.
     const pg_mutex_options& options() const noexcept;
 
-    /// Creates the lock table, its token sequence and the fence function if they are missing
-    /// (safe to run from many processes at once). Needs the rights to create them.
+    /// Creates the lock table, its token sequence and the fence function if they are missing,
+    /// and creates or replaces the acquire function (safe to run from many processes at once,
+    /// and while leases are held). Needs the rights to create them.
     ///
     /// Completion signature: `void(error_code)`.
     /// Object lifetimes: the mutex may be destroyed meanwhile.
@@ -288,10 +290,10 @@ public:
     /// the statement in flight took the lock, the row is deleted (owner-checked) when its
     /// answer arrives.
     /// Errors: `invalid_name`, `invalid_lease`, `invalid_argument` (before anything is sent);
-    /// `not_connected`; `server_error` (e.g. no table: see `async_install`); `readonly` (a
-    /// standby). A lost connection during the wait is ridden out: the attempt whose outcome is
-    /// unknown is undone by an owner-checked delete queued before the next attempt, which uses
-    /// a new owner id.
+    /// `not_connected`; `server_error` (e.g. no schema, or an older corolock's: see
+    /// `async_install`); `readonly` (a standby). A lost connection during the wait is ridden
+    /// out: the attempt whose outcome is unknown is undone by an owner-checked delete queued
+    /// before the next attempt, which uses a new owner id.
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire(CompletionToken&& token = {}) {

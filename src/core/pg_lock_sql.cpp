@@ -30,23 +30,37 @@ BEGIN
                 p_name USING ERRCODE = 'CL001';
         END IF;
     END $fence$;
+    CREATE OR REPLACE FUNCTION corolock_acquire(p_name text, p_owner text, p_ms bigint)
+    RETURNS TABLE (granted_token bigint, holder_ms bigint) LANGUAGE plpgsql AS $acquire$
+    BEGIN
+        INSERT INTO corolock_locks AS l (name, owner, token, expires_at)
+        VALUES (p_name, p_owner, 0, clock_timestamp() + p_ms * interval '1 millisecond')
+        ON CONFLICT (name) DO UPDATE
+            SET owner = excluded.owner, token = 0, expires_at = excluded.expires_at
+            WHERE l.expires_at <= clock_timestamp();
+        IF FOUND THEN
+            UPDATE corolock_locks l SET token = nextval('corolock_lock_tokens')
+            WHERE l.name = p_name AND l.owner = p_owner
+            RETURNING l.token INTO granted_token;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT NULL::bigint, greatest(0, ceil(1000 * extract(epoch FROM
+            h.expires_at - clock_timestamp())))::bigint
+        FROM corolock_locks h WHERE h.name = p_name;
+    END $acquire$;
 END $corolock$)sql";
 
-// nextval is drawn whether or not the row is taken: tokens have gaps, never repeats.
-const std::string_view acquire = R"sql(WITH ins AS (
-    INSERT INTO corolock_locks AS l (name, owner, token, expires_at)
-    VALUES ($1, $2, nextval('corolock_lock_tokens'),
-            clock_timestamp() + $3::bigint * interval '1 millisecond')
-    ON CONFLICT (name) DO UPDATE
-        SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at
-        WHERE l.expires_at <= clock_timestamp()
-    RETURNING l.token)
-SELECT token, NULL::bigint FROM ins
-UNION ALL
-SELECT NULL::bigint,
-       greatest(0, ceil(extract(epoch FROM h.expires_at - clock_timestamp()) * 1000))::bigint
-FROM corolock_locks h
-WHERE h.name = $1 AND NOT EXISTS (SELECT 1 FROM ins))sql";
+// The token is drawn at the grant, under the row lock: the function first wins the row with a
+// placeholder token (0, which no other session can see: it is replaced before the commit), then
+// draws nextval. Drawn in the INSERT's VALUES, it was evaluated when the statement began, before
+// any wait on the row (a holder's fence, renewal or release), and a retried insert kept it: a
+// waiter could be granted after a larger token (scale-out review K1). No single INSERT can
+// do this: VALUES, column defaults and BEFORE triggers are all evaluated before the wait, and a
+// later statement of the same query cannot see the row inserted by a data-modifying CTE.
+// Tokens have gaps (a rolled-back grant's), never repeats.
+const std::string_view acquire =
+    "SELECT granted_token, holder_ms FROM corolock_acquire($1, $2, $3::bigint)";
 
 const std::string_view release = R"sql(WITH d AS (
     DELETE FROM corolock_locks WHERE name = $1 AND owner = $2 RETURNING name)
@@ -166,6 +180,20 @@ xact_outcome decide_xact(error_code ec, std::string_view lock_sqlstate) noexcept
     return xact_outcome::failed;
 }
 
+std::string acquire_failure(std::string_view name, std::string_view sqlstate,
+                            std::string_view message) {
+    std::string out = "postgres lock: acquire of ";
+    out.append(name).append(" failed: ").append(message);
+    if (!sqlstate.empty())
+        out.append(" (SQLSTATE ").append(sqlstate).append(")");
+    if (sqlstate == undefined_function_sqlstate)
+        out += ": no corolock_acquire function: the schema is missing or was installed by an "
+               "older corolock; run pg_mutex::async_install (again after an upgrade)";
+    else if (sqlstate == undefined_table_sqlstate)
+        out += ": no lock table; run pg_mutex::async_install";
+    return out;
+}
+
 std::string to_ms(steady_clock::duration d) {
     return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(d).count());
 }
@@ -200,7 +228,7 @@ error_code decode_acquire(std::size_t rows, std::optional<std::string_view> toke
                           std::optional<std::string_view> remaining, acquire_reply& out) noexcept {
     out = {};
     if (rows == 0)
-        return {}; // held by an owner whose grant committed while this statement ran
+        return {}; // refused, and the holder's row was gone when its remaining lease was read
     if (rows != 1)
         return error::unexpected_reply;
     if (token) {

@@ -29,11 +29,14 @@ inline constexpr std::string_view fence_sqlstate = "CL001";
 // The longest lock name, in bytes (a NOTIFY payload holds it with room to spare).
 inline constexpr std::size_t max_name_bytes = 1024;
 
-// Creates the sequence, the table and the fence function if missing; safe to run concurrently
-// (one DO block, serialised by a transaction-scoped advisory lock). No parameters.
+// Creates the sequence, the table and the fence function if missing, and (re)creates the acquire
+// function; safe to run concurrently (one DO block, serialised by a transaction-scoped advisory
+// lock). No parameters.
 extern const std::string_view install;
-// $1 name, $2 owner, $3 lease in ms. One row: (token, null) when granted, (null, holder's
-// remaining ms) when held by another; no row when held by an owner that committed meanwhile.
+// $1 name, $2 owner, $3 lease in ms: one call of corolock_acquire, which draws the token only
+// once the row is won. One row: (token, null) when granted, (null, holder's remaining ms) when
+// held by another; no row when refused and the holder released before its lease was read.
+// Fails with undefined_function_sqlstate on a database installed by an older corolock.
 extern const std::string_view acquire;
 // $1 name, $2 owner. One row when the row was ours (deleted, release announced), else none.
 extern const std::string_view release;
@@ -62,6 +65,15 @@ inline constexpr std::size_t xact_lock_index = 1;
 inline constexpr std::string_view xact_channel = "corolock_xact_release";
 // The SQLSTATE of a lock wait that ran out of lock_timeout (lock_not_available).
 inline constexpr std::string_view lock_timeout_sqlstate = "55P03";
+// The SQLSTATEs of a schema that is missing (undefined_table) or older than this corolock
+// (undefined_function: no corolock_acquire).
+inline constexpr std::string_view undefined_table_sqlstate = "42P01";
+inline constexpr std::string_view undefined_function_sqlstate = "42883";
+
+// The log line of an acquire the server refused with `message` and `sqlstate`: the server's
+// words, and for a missing or outdated schema what to do about it (run async_install).
+std::string acquire_failure(std::string_view name, std::string_view sqlstate,
+                            std::string_view message);
 
 // The advisory lock key of a name: FNV-1a (64 bits) of its bytes, read as a signed bigint.
 std::int64_t xact_key(std::string_view name) noexcept;

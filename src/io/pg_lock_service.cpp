@@ -229,6 +229,13 @@ asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_o
             co_return;
         if (unknown && !op->once)
             continue;
+        if (ec == error::server_error && !results.empty()) {
+            const auto& log = conn_->log();
+            if (log.enabled(logger::level::error))
+                log.log(logger::level::error,
+                        pg_sql::acquire_failure(c.name, results.front().sqlstate(),
+                                                results.front().error_message()));
+        }
         if (ec)
             co_return finish(*op, ec, {});
         if (reply.granted) {

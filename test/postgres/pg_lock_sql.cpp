@@ -77,6 +77,58 @@ BOOST_AUTO_TEST_CASE(acquire_replies) {
     BOOST_TEST(sql::decode_acquire(1, "3", "4", r) == error::unexpected_reply);
 }
 
+// The rule behind the token order: a token is drawn at the grant, after the row is won and
+// under its lock. So the client's statement draws none (its parameters and VALUES are evaluated
+// before any wait on the row), and corolock_acquire draws it in the one UPDATE that follows a
+// won INSERT ... ON CONFLICT, never in that statement (scale-out review K1).
+BOOST_AUTO_TEST_CASE(a_token_is_drawn_only_after_the_row_is_won) {
+    const std::string_view acquire = sql::acquire;
+    BOOST_TEST(acquire.find("nextval") == std::string_view::npos);
+    BOOST_TEST(acquire.find("corolock_acquire($1, $2, $3::bigint)") != std::string_view::npos);
+    const std::string_view install = sql::install;
+    const auto fn = install.find("FUNCTION corolock_acquire(");
+    BOOST_REQUIRE(fn != std::string_view::npos);
+    const auto body = install.substr(fn);
+    const auto insert = body.find("INSERT INTO corolock_locks");
+    const auto won = body.find("IF FOUND THEN");
+    const auto update = body.find("UPDATE corolock_locks l SET token = nextval(");
+    BOOST_REQUIRE(insert != std::string_view::npos);
+    BOOST_REQUIRE(won != std::string_view::npos);
+    BOOST_REQUIRE(update != std::string_view::npos);
+    BOOST_TEST(insert < won);
+    BOOST_TEST(won < update);
+    // The one draw of the whole install text is that UPDATE's.
+    const auto draw = install.find("nextval");
+    BOOST_TEST(draw > fn + update);
+    BOOST_TEST(install.find("nextval", draw + 1) == std::string_view::npos);
+    // The INSERT (its VALUES and its ON CONFLICT's SET) writes a placeholder, never a token.
+    const auto ins = body.substr(insert, won - insert);
+    BOOST_TEST(ins.find("VALUES (p_name, p_owner, 0,") != std::string_view::npos);
+    BOOST_TEST(ins.find("token = 0") != std::string_view::npos);
+    // The granted row is the caller's own: name and owner.
+    BOOST_TEST(body.find("WHERE l.name = p_name AND l.owner = p_owner", update) !=
+               std::string_view::npos);
+}
+
+// A refused acquire's log line keeps the server's words and, for a schema that is missing or
+// older than this corolock (no corolock_acquire), says to run async_install.
+BOOST_AUTO_TEST_CASE(acquire_failures) {
+    const auto old = sql::acquire_failure(
+        "orders", "42883",
+        "ERROR:  function corolock_acquire(unknown, unknown, bigint) does not exist");
+    BOOST_TEST(old.find("orders") != std::string::npos);
+    BOOST_TEST(old.find("function corolock_acquire(unknown, unknown, bigint) does not exist") !=
+               std::string::npos);
+    BOOST_TEST(old.find("SQLSTATE 42883") != std::string::npos);
+    BOOST_TEST(old.find("async_install") != std::string::npos);
+    BOOST_TEST(sql::acquire_failure("o", "42P01", "no table").find("async_install") !=
+               std::string::npos);
+    const auto other = sql::acquire_failure("o", "53300", "too many connections");
+    BOOST_TEST(other.find("too many connections (SQLSTATE 53300)") != std::string::npos);
+    BOOST_TEST(other.find("async_install") == std::string::npos);
+    BOOST_TEST(sql::acquire_failure("o", "", "lost").find("SQLSTATE") == std::string::npos);
+}
+
 // The advisory lock key is FNV-1a 64 of the name's bytes (published test vectors), as a bigint.
 BOOST_AUTO_TEST_CASE(xact_key_is_fnv1a_64) {
     BOOST_TEST(sql::xact_key("") == static_cast<std::int64_t>(0xcbf29ce484222325u));

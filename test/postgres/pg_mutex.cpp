@@ -20,6 +20,7 @@
 
 #include <array>
 #include <csignal>
+#include <cstdint>
 #include <fstream>
 #include <signal.h>
 #include <string>
@@ -306,6 +307,99 @@ BOOST_FIXTURE_TEST_CASE(a_fenced_write_needs_the_current_token, fixture) {
         BOOST_TEST(e3 == error::server_error);
         BOOST_TEST(r.sqlstate() == "42P01");
         co_await l2.async_release();
+        conn.cancel();
+    }());
+}
+
+// A token is drawn at the grant, after the row is won: an acquire that waited in the server on
+// the row (a raw transaction's FOR UPDATE here, as a holder's fence, renewal or release holds
+// it) gets a token larger than one drawn while it waited. Drawn when its statement began, it
+// was smaller: the waiter was granted after a larger token (scale-out review K1).
+BOOST_FIXTURE_TEST_CASE(a_token_drawn_while_an_acquire_waits_is_smaller_than_its_grant, fixture) {
+    srv.sql("INSERT INTO corolock_locks VALUES ('drawn', 'someone else', "
+            "nextval('corolock_lock_tokens'), clock_timestamp() + interval '1 hour')");
+    corolock::test::raw_session y(srv.conninfo() + " application_name=raw-session");
+    y.exec("BEGIN");
+    y.exec("SELECT token FROM corolock_locks WHERE name = 'drawn' FOR UPDATE");
+    corolock::pg_connection conn(ioc.get_executor(), config(), quiet());
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "drawn", lease_of(30s));
+        bool done = false;
+        error_code ec;
+        pg_lease l;
+        asio::co_spawn(
+            ioc,
+            [&]() -> awaitable<void> {
+                auto [e, got] = co_await m.async_acquire_for(30s, tuple_deferred);
+                ec = e;
+                l = std::move(got);
+                done = true;
+            },
+            asio::detached);
+        // Its statement is in the server, waiting for y's row lock.
+        bool waits = false;
+        co_await off_loop([&] {
+            const auto until = clock_type::now() + 10s;
+            while (!waits && clock_type::now() < until) {
+                waits = srv.sql("SELECT count(*) FROM pg_stat_activity WHERE "
+                                "application_name = 'corolock-test' AND "
+                                "wait_event_type = 'Lock'") == "1";
+                if (!waits)
+                    std::this_thread::sleep_for(10ms);
+            }
+        });
+        BOOST_REQUIRE(waits);
+        BOOST_TEST(!done);
+        std::uint64_t drawn = 0;
+        co_await off_loop([&] {
+            drawn = std::stoull(y.exec("SELECT nextval('corolock_lock_tokens')"));
+            y.exec("DELETE FROM corolock_locks WHERE name = 'drawn'");
+            y.exec("COMMIT");
+        });
+        BOOST_REQUIRE(co_await eventually([&] { return done; }, 10s));
+        BOOST_REQUIRE(!ec);
+        BOOST_REQUIRE(l.owns());
+        BOOST_TEST(l.token().value() > drawn,
+                   "granted token " << l.token().value() << " after token " << drawn);
+        BOOST_TEST(srv.sql("SELECT token FROM corolock_locks WHERE name = 'drawn'") ==
+                   std::to_string(l.token().value()));
+        co_await l.async_release();
+        conn.cancel();
+    }());
+}
+
+// A database installed by an older corolock has no corolock_acquire: the acquire fails with
+// server_error and the log keeps the server's message and says to run async_install, which
+// upgrades the schema in place (a held row stays held).
+BOOST_FIXTURE_TEST_CASE(an_acquire_on_an_older_schema_says_to_run_async_install, fixture) {
+    srv.sql("DROP FUNCTION corolock_acquire(text, text, bigint)");
+    corolock::test::log_capture log;
+    corolock::pg_connection conn(ioc.get_executor(), config(),
+                                 log.make(corolock::logger::level::info));
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "older", lease_of(10s));
+        auto [ec, l] = co_await m.async_acquire_for(5s, tuple_deferred);
+        BOOST_TEST(ec == error::server_error, ec.message());
+        BOOST_TEST(!l.owns());
+        std::size_t said = 0;
+        {
+            std::lock_guard g(log.m);
+            for (const auto& line : log.lines)
+                said += line.find("acquire of older failed") != std::string::npos &&
+                        line.find("function corolock_acquire(") != std::string::npos &&
+                        line.find("does not exist") != std::string::npos &&
+                        line.find("SQLSTATE 42883") != std::string::npos &&
+                        line.find("run pg_mutex::async_install") != std::string::npos;
+        }
+        BOOST_TEST(said == 1u);
+        co_await m.async_install();
+        auto [ec2, l2] = co_await m.async_acquire_for(5s, tuple_deferred);
+        BOOST_TEST(!ec2, ec2.message());
+        BOOST_TEST(l2.owns());
+        if (l2.owns())
+            co_await l2.async_release();
         conn.cancel();
     }());
 }

@@ -20,6 +20,8 @@
 #include <initializer_list>
 #include <string>
 
+struct pg_conn; // libpq's PGconn
+
 namespace corolock::test {
 
 // A connection to `srv` tuned for tests: faults are noticed and repaired within a few hundred
@@ -87,6 +89,26 @@ struct background_query {
             },
             boost::asio::detached);
     }
+};
+
+// A plain blocking libpq session beside corolock's, for a test that needs a transaction of its
+// own across several statements (BEGIN, a row lock held while corolock waits on it, COMMIT).
+// In pg_test.cpp: libpq's header declares a `pg_result` of its own, which the suites' `using
+// corolock::pg_result` would clash with.
+class raw_session {
+public:
+    // Throws std::runtime_error with libpq's message when it cannot connect.
+    explicit raw_session(const std::string& conninfo);
+    ~raw_session();
+    raw_session(const raw_session&) = delete;
+    raw_session& operator=(const raw_session&) = delete;
+
+    // Runs `sql` and returns the first value of its first row ("" when there is none); throws
+    // std::runtime_error with the server's message when it fails.
+    std::string exec(const std::string& sql);
+
+private:
+    ::pg_conn* conn_;
 };
 
 } // namespace corolock::test
