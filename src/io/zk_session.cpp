@@ -608,9 +608,22 @@ void zk_session::add_grant(const std::shared_ptr<zk_grant>& g) {
 void zk_session::send_sync() {
     const auto n = fsm_.on_sync_sent(clock::now());
     auto self = shared_from_this();
-    submit([self,
-            n](zk_reply r) { self->apply(self->fsm_.on_sync_reply(n, clock::now(), r.rc == ZOK)); },
-           [](zhandle_t* zh, void* c) { return zoo_async(zh, "/", on_string, c); });
+    submit(
+        [self, n](zk_reply r) {
+            const auto a = self->fsm_.on_sync_reply(n, clock::now(), r.rc == ZOK);
+            if (self->config_.log.enabled(logger::level::debug)) {
+                std::ostringstream os;
+                os << "zookeeper: sync " << n << " answered (" << zerror(r.rc) << "): leases valid "
+                   << std::chrono::duration_cast<std::chrono::milliseconds>(
+                          self->fsm_.valid_until() - clock::now())
+                          .count()
+                   << " ms more";
+                self->log(logger::level::debug, os.str());
+            }
+            self->apply(a);
+            self->kick(); // the pump waits on the C client's timeout: the next sync is due sooner
+        },
+        [](zhandle_t* zh, void* c) { return zoo_async(zh, "/", on_string, c); });
 }
 
 void zk_session::lose_grants(error_code why) {

@@ -143,7 +143,7 @@ void zk_ensemble::write_config(int i) const {
     const auto node_dir = dir_ + "/" + std::to_string(i);
     std::ofstream cfg(node_dir + "/zoo.cfg");
     cfg << "tickTime=" << options_.tick.count() << "\n"
-        << "initLimit=50\nsyncLimit=10\n"
+        << "initLimit=50\nsyncLimit=" << options_.sync_limit << "\n"
         << "dataDir=" << node_dir << "/data\n"
         << "clientPort=" << client_port(i) << "\n"
         << "clientPortAddress=127.0.0.1\n"
@@ -157,8 +157,11 @@ void zk_ensemble::write_config(int i) const {
         cfg << "standaloneEnabled=false\n";
         for (int j = 0; j < size(); ++j) {
             const auto& n = nodes_[static_cast<std::size_t>(j)];
-            cfg << "server." << j + 1 << "=127.0.0.1:" << n.peer_port << ":" << n.election_port
-                << "\n";
+            auto route = [&](std::uint16_t port) {
+                return j == i || !options_.peer_route ? port : options_.peer_route(i, j, port);
+            };
+            cfg << "server." << j + 1 << "=127.0.0.1:" << route(n.peer_port) << ":"
+                << route(n.election_port) << "\n";
         }
         std::ofstream(node_dir + "/data/myid") << i + 1 << "\n";
     }

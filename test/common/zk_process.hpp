@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -24,6 +25,13 @@ struct zk_options {
     // fsync every transaction (ZooKeeper's default); off by default here, as the tests run on a
     // shared machine and no test survives a power cut.
     bool force_sync = false;
+    // How many ticks a follower waits for its leader before giving it up (and the leader for a
+    // follower): a follower cut off from its leader keeps answering its clients that long.
+    int sync_limit = 10;
+    // The port server `viewer` is told to reach `port` (a peer or election port of server
+    // `target`) on; none: the port itself. A test routes links through fault proxies with it
+    // (called again with new ports if the first set could not be bound).
+    std::function<std::uint16_t(int viewer, int target, std::uint16_t port)> peer_route;
 };
 
 // ZooKeeper 3.8 servers (Debian's `zookeeper` package, started with java and its classpath) on
