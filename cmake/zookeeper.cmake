@@ -18,6 +18,7 @@ else()
 endif()
 
 set(COROLOCK_ZOOKEEPER_SOURCES
+    src/core/zk_acquire_fsm.cpp
     src/core/zk_lock_recipe.cpp
     src/core/zk_session_fsm.cpp
     src/io/zk_lock_op.cpp

@@ -4,6 +4,7 @@
 // reply) are core/zk_lock_recipe's.
 #include "io/zk_lock_op.hpp"
 
+#include "core/zk_acquire_fsm.hpp"
 #include "core/zk_lock_recipe.hpp"
 #include "io/deliver.hpp"
 #include "io/owner_id.hpp"
@@ -113,6 +114,23 @@ void zk_grant::drop_share(handler_ec h, bool explicit_release) {
 
 namespace {
 
+// What a reply's code means to the acquisition's machine.
+zk_rc classify(int rc) noexcept {
+    if (rc == ZOK)
+        return zk_rc::ok;
+    if (rc == ZNONODE)
+        return zk_rc::no_node;
+    if (rc == ZNODEEXISTS)
+        return zk_rc::node_exists;
+    if (zk_outcome_unknown(rc))
+        return zk_rc::unknown;
+    if (rc == ZCLOSING)
+        return zk_rc::closing;
+    if (zk_session_gone(rc))
+        return zk_rc::session_gone;
+    return zk_rc::other;
+}
+
 bool cancels(asio::cancellation_type t) {
     return (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
                  asio::cancellation_type::total)) != asio::cancellation_type::none;
@@ -166,14 +184,8 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
     bool fired = false;
     bool done = false;
     owner_id owner{};
-    std::string node; // our child's name, once created
-    std::int64_t czxid = 0;
-    unsigned session_no = 0;
-    // A create's reply was lost: our node may exist in session `unknown_session`.
-    bool created_unknown = false;
-    unsigned unknown_session = 0;
-
-    std::string full(const std::string& child) const { return request.path + "/" + child; }
+    std::optional<zk_acquire_fsm> fsm; // every decision (core/zk_acquire_fsm)
+    std::uint64_t watch_id = 0;
 
     void cancel() {
         cancelled = true;
@@ -241,51 +253,14 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
         };
     }
 
-    // After a reply whose outcome is unknown: waits for the reconnect. An error to stop with
-    // (a cancel, the deadline, a stop; one attempt reports the unknown outcome at once), or
-    // none to go on.
-    asio::awaitable<error_code> reconnected() {
-        if (request.once)
-            co_return error::connection_lost;
-        auto state = std::make_shared<std::optional<bool>>();
-        session->when_connected([w = weak_from_this(), state](bool connected) {
-            *state = connected;
-            if (auto op = w.lock())
-                op->wake.cancel();
-        });
-        co_await wait_until([&] { return state->has_value(); });
-        if (!state->has_value())
-            co_return stop_reason();
-        if (!**state)
-            co_return error::connection_lost;
-        co_return error_code();
-    }
-
-    // Creates the parents of the lock path (persistent; ZNODEEXISTS is fine). Nothing when it
-    // stopped waiting.
-    asio::awaitable<std::optional<int>> make_parents() {
-        const auto& p = request.path;
-        for (std::size_t at = p.find('/', 1);; at = p.find('/', at + 1)) {
-            const auto part = at == std::string::npos ? p : p.substr(0, at);
-            auto r =
-                co_await ask([&](auto cb) { return session->create(part, false, std::move(cb)); });
-            if (!r)
-                co_return std::nullopt;
-            if (r->rc != ZOK && r->rc != ZNODEEXISTS)
-                co_return r->rc;
-            if (at == std::string::npos)
-                co_return ZOK;
-        }
-    }
-
     // Issued now (FIFO on the session: whatever this caller sends next sees it gone); when the
     // connection is down it goes out after the reconnect, or with the session.
     void drop_node() {
-        if (node.empty())
+        if (!fsm || fsm->node().empty())
             return;
-        auto path = full(node);
-        node.clear();
-        session->remove_eventually(std::move(path), session_no, [](bool) {});
+        auto path = fsm->full(fsm->node());
+        fsm->node_dropped();
+        session->remove_eventually(std::move(path), fsm->session(), [](bool) {});
     }
 
     void finish(error_code ec, zk_lease l) {
@@ -305,9 +280,10 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
         if (!ec)
             ec = asio::error::operation_aborted;
         drop_node();
-        if (created_unknown) {
-            created_unknown = false;
-            remove_own_later(session, request.path, std::string(view(owner)), unknown_session);
+        if (fsm && fsm->created_unknown()) {
+            fsm->lost_create_handled();
+            remove_own_later(session, request.path, std::string(view(owner)),
+                             fsm->unknown_session());
         }
         if (ec != asio::error::operation_aborted &&
             session->config().log.enabled(logger::level::debug))
@@ -327,155 +303,113 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
     zk_lease make_lease() {
         auto g = std::make_shared<zk_grant>();
         g->session = session;
-        g->node = full(node);
-        g->czxid = czxid;
-        g->session_no = session_no;
-        node.clear();
+        g->node = fsm->full(fsm->node());
+        g->czxid = fsm->czxid();
+        g->session_no = fsm->session();
+        fsm->node_dropped();
         session->add_grant(g);
         g->watch_node();
         return zk_lease(std::move(g));
     }
 
     asio::awaitable<void> run() {
+        using kind = zk_acquire_action::kind;
         auto self = shared_from_this();
         owner = random_owner_id();
-        const auto prefix = request.path + "/" + node_prefix(view(owner), request.kind);
+        fsm.emplace(request.path, request.kind, std::string(view(owner)), request.once,
+                    request.zero_wait);
+        auto a = fsm->start();
         for (;;) {
-            if (auto ec = stop_reason())
-                co_return abandon(ec);
-            if (node.empty() && created_unknown) {
-                // The create's reply was lost: our node may exist. Find it by our owner id.
-                if (auto ec = co_await reconnected())
-                    co_return abandon(ec);
+            // A cancel or the deadline ends every wait; only a cancel ends a grant.
+            if (a.what == kind::grant ? cancelled : !a.ends() && stop_reason())
+                a = fsm->on_stop(stop_reason());
+            switch (a.what) {
+            case kind::create_node:
+            case kind::create_parent: {
+                const bool ours = a.what == kind::create_node;
+                // A named local: g++ 12 destroyed a conditional expression's temporary twice in
+                // this co_await's operand (a double free in the zookeeper suites).
+                std::function<void(zk_reply)> orphan;
+                if (ours)
+                    orphan = create_orphan();
+                auto r = co_await ask(
+                    [&](auto cb) { return session->create(a.path, ours, std::move(cb)); },
+                    std::move(orphan));
+                if (!r) // a create sent: its reply deletes what it made (create_orphan)
+                    a = fsm->on_stop(stop_reason());
+                else if (ours)
+                    a = fsm->on_created(classify(r->rc), r->path, r->czxid, r->session, r->rc);
+                else
+                    a = fsm->on_parent_created(classify(r->rc), r->rc);
+                break;
+            }
+            case kind::list: {
                 auto r = co_await ask(
                     [&](auto cb) { return session->get_children(request.path, std::move(cb)); });
-                if (!r)
-                    co_return abandon(stop_reason());
-                if (zk_outcome_unknown(r->rc))
-                    continue; // still unknown: after the next reconnect
-                created_unknown = false;
-                if (r->rc == ZOK) {
-                    if (auto own = find_own(r->children, view(owner))) {
-                        node = *own;
-                        session_no = r->session;
-                        session->log(logger::level::info,
-                                     "zookeeper: found " + full(*own) + " after a lost reply");
-                        auto e = co_await ask([&](auto cb) {
-                            session->watch(
-                                full(node), [](bool) {}, std::move(cb));
-                            return session->last_queued();
-                        });
-                        if (!e)
-                            co_return abandon(stop_reason());
-                        czxid = e->czxid;
-                        if (e->rc != ZOK)
-                            node.clear();
-                    }
+                if (!r) {
+                    a = fsm->on_stop(stop_reason());
+                    break;
                 }
-                continue;
-            }
-            if (node.empty()) {
-                auto r = co_await ask(
-                    [&](auto cb) { return session->create(prefix, true, std::move(cb)); },
-                    create_orphan());
-                if (!r) // sent: its reply deletes what it made (create_orphan)
-                    co_return abandon(stop_reason());
-                if (r->rc == ZNONODE) {
-                    const auto prc = co_await make_parents();
-                    if (!prc)
-                        co_return abandon(stop_reason());
-                    if (*prc != ZOK && !zk_outcome_unknown(*prc) && !zk_session_gone(*prc))
-                        co_return refused("create (parents of)", request.path, *prc);
-                    if (zk_outcome_unknown(*prc))
-                        if (auto ec = co_await reconnected())
-                            co_return abandon(ec);
-                    continue;
+                const auto mine = fsm->node();
+                a = fsm->on_listed(classify(r->rc), r->children, r->session, r->rc);
+                if (!mine.empty() && session->config().log.enabled(logger::level::debug)) {
+                    std::ostringstream os;
+                    os << "zookeeper: " << mine << " of " << r->children.size()
+                       << " children: " << a.what << (a.path.empty() ? "" : " ") << a.path;
+                    session->log(logger::level::debug, os.str());
                 }
-                if (zk_outcome_unknown(r->rc)) {
-                    created_unknown = true;
-                    unknown_session = r->session;
-                    continue;
-                }
-                if (r->rc == ZCLOSING)
-                    co_return finish(error::connection_lost, {});
-                if (zk_session_gone(r->rc))
-                    continue; // a new session: create again
-                if (r->rc != ZOK)
-                    co_return refused("create", prefix, r->rc);
-                node = r->path.substr(r->path.rfind('/') + 1);
-                czxid = r->czxid;
-                session_no = r->session;
-                continue;
+                break;
             }
-            auto r = co_await ask(
-                [&](auto cb) { return session->get_children(request.path, std::move(cb)); });
-            if (!r)
-                co_return abandon(stop_reason());
-            if (zk_outcome_unknown(r->rc)) {
-                if (auto ec = co_await reconnected())
-                    co_return abandon(ec);
-                continue;
+            case kind::watch: {
+                fired = false;
+                if (a.found_own)
+                    session->log(logger::level::info,
+                                 "zookeeper: found " + a.path + " after a lost reply");
+                auto e = co_await ask([&](auto cb) {
+                    watch_id = session->watch(
+                        a.path,
+                        [w = std::weak_ptr<zk_acquire_op>(self)](bool) {
+                            if (auto op = w.lock()) {
+                                op->fired = true;
+                                op->wake.cancel();
+                            }
+                        },
+                        std::move(cb));
+                    return session->last_queued();
+                });
+                a = e ? fsm->on_watched(classify(e->rc), e->czxid) : fsm->on_stop(stop_reason());
+                if (a.what != kind::wait_wake)
+                    session->unwatch(watch_id);
+                break;
             }
-            if (r->rc == ZCLOSING)
-                co_return finish(error::connection_lost, {});
-            if (r->session != session_no || zk_session_gone(r->rc)) {
-                node.clear(); // its session is gone, and the node with it
-                continue;
-            }
-            if (r->rc != ZOK) {
-                drop_node();
-                co_return refused("list", request.path, r->rc);
-            }
-            const auto d = decide(r->children, node);
-            if (session->config().log.enabled(logger::level::debug)) {
-                std::ostringstream os;
-                os << "zookeeper: " << node << " of " << r->children.size()
-                   << " children: " << d.what << (d.predecessor.empty() ? "" : " ")
-                   << d.predecessor;
-                session->log(logger::level::debug, os.str());
-            }
-            if (d.what == zk_lock_decision::verdict::gone) {
-                node.clear();
-                continue;
-            }
-            if (d.what == zk_lock_decision::verdict::holds) {
-                if (cancelled)
-                    continue; // deleted at the top
-                co_return finish({}, make_lease());
-            }
-            if (request.once) {
-                // One attempt: held by another. A try gives an empty lease; a zero wait, a
-                // timeout (as any bounded wait that found the lock held).
-                drop_node();
-                co_return finish(
-                    request.zero_wait ? error_code(error::acquire_timeout) : error_code(), {});
-            }
-            // Watch only the predecessor; a reply of ZNONODE means it is already gone.
-            fired = false;
-            auto watch_id = std::make_shared<std::uint64_t>(0);
-            auto e = co_await ask([&](auto cb) {
-                *watch_id = session->watch(
-                    full(d.predecessor),
-                    [w = std::weak_ptr<zk_acquire_op>(self)](bool) {
-                        if (auto op = w.lock()) {
-                            op->fired = true;
-                            op->wake.cancel();
-                        }
-                    },
-                    std::move(cb));
-                return session->last_queued();
-            });
-            if (e && e->rc == ZOK)
+            case kind::wait_wake:
                 co_await wait_until([&] { return fired; });
-            session->unwatch(*watch_id);
-            if (!e)
-                co_return abandon(stop_reason());
-            if (zk_outcome_unknown(e->rc)) {
-                if (auto ec = co_await reconnected())
-                    co_return abandon(ec);
-                continue;
+                session->unwatch(watch_id);
+                a = fired ? fsm->on_fired() : fsm->on_stop(stop_reason());
+                break;
+            case kind::wait_reconnect: {
+                auto state = std::make_shared<std::optional<bool>>();
+                session->when_connected([w = weak_from_this(), state](bool connected) {
+                    *state = connected;
+                    if (auto op = w.lock())
+                        op->wake.cancel();
+                });
+                co_await wait_until([&] { return state->has_value(); });
+                a = state->has_value() ? fsm->on_reconnected(**state) : fsm->on_stop(stop_reason());
+                break;
             }
-            // A cancel or the deadline while waiting: at the loop's top.
+            case kind::grant:
+                co_return finish({}, make_lease());
+            case kind::finish:
+                if (a.drop_node)
+                    drop_node();
+                co_return finish(a.ec, {});
+            case kind::refuse:
+                drop_node();
+                co_return refused(a.request, a.path, a.raw_rc);
+            case kind::abandon:
+                co_return abandon(a.ec);
+            }
         }
     }
 };
