@@ -46,8 +46,9 @@ struct zk_config {
     std::string chroot;
     /// The session timeout asked for; the servers bound it (2 to 20 ticks by default).
     std::chrono::steady_clock::duration session_timeout = std::chrono::seconds(10);
-    /// Taken off a lease's validity (last reply + negotiated timeout): the time the server's
-    /// count ran before that reply reached us. Zero means a fifth of the negotiated timeout.
+    /// Taken off a lease's validity (the leader's expiry of the session, as proven by sync round
+    /// trips): the two clocks' rates, a holder's reaction time, and a stale leader's last tick.
+    /// Zero means a fifth of the negotiated timeout; less than a sixth of it counts as a sixth.
     std::chrono::steady_clock::duration loss_margin = std::chrono::steady_clock::duration::zero();
     /// Digest credentials (`user:password` to ZooKeeper); an empty user means none. With them,
     /// lock nodes get the creator-only ACL.

@@ -58,7 +58,8 @@ END $corolock$)sql";
 // waiter could be granted after a larger token (scale-out review K1). No single INSERT can
 // do this: VALUES, column defaults and BEFORE triggers are all evaluated before the wait, and a
 // later statement of the same query cannot see the row inserted by a data-modifying CTE.
-// Tokens have gaps (a rolled-back grant's), never repeats.
+// Tokens have gaps (a rolled-back grant's), never repeats (except after a failover to an
+// asynchronous standby or a crash with synchronous_commit off: doc/postgres.md, "Deployment").
 const std::string_view acquire =
     "SELECT granted_token, holder_ms FROM corolock_acquire($1, $2, $3::bigint)";
 

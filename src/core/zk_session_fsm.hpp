@@ -56,7 +56,7 @@ public:
     using time_point = clock::time_point;
     using duration = clock::duration;
 
-    // `margin`: zero means a fifth of the session timeout.
+    // `margin`: zero means a fifth of the session timeout; never less than a sixth of it.
     explicit zk_session_fsm(duration margin = duration::zero()) noexcept : margin_(margin) {}
 
     // The driver opened a handle: a session created through it is created after `now`.
@@ -95,8 +95,11 @@ private:
     struct round_trip {
         time_point sent, answered;
     };
+    // At least a sixth of the timeout: a stale leader cut off from its quorum answers syncs for
+    // up to a tick after its followers gave it up (and a tick is at most half the timeout): the
+    // proof gap (a third) plus the margin must cover that tick.
     duration effective_margin() const noexcept {
-        return margin_ > duration::zero() ? margin_ : timeout_ / 5;
+        return std::max(margin_ > duration::zero() ? margin_ : timeout_ / 5, timeout_ / 6);
     }
     zk_session_action rearm(time_point now) noexcept;
 

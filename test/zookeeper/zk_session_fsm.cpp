@@ -117,27 +117,40 @@ BOOST_AUTO_TEST_CASE(a_failed_sync_ends_the_chain) {
 }
 
 BOOST_AUTO_TEST_CASE(suspension_keeps_leases_until_the_deadline_then_drops_them) {
-    zk_session_fsm f(1s);
+    zk_session_fsm f(2s);
     f.on_open(t0);
     f.on_event(zk_session_event::connected, t0, 10s);
     BOOST_TEST(f.on_event(zk_session_event::disconnected, t0 + 4s) == zk_session_action::arm_timer);
     BOOST_TEST(f.state() == zk_session_state::suspended);
-    BOOST_TEST((f.deadline() == t0 + 9s));
-    BOOST_TEST((f.valid_until() == t0 + 9s));
+    BOOST_TEST((f.deadline() == t0 + 8s));
+    BOOST_TEST((f.valid_until() == t0 + 8s));
     BOOST_TEST((f.sync_due() == tp::max()));
     // An early timer (or a late one of another suspension) re-arms.
-    BOOST_TEST(f.on_event(zk_session_event::timer, t0 + 8s) == zk_session_action::arm_timer);
-    BOOST_TEST(f.on_event(zk_session_event::timer, t0 + 9s) == zk_session_action::drop_leases);
+    BOOST_TEST(f.on_event(zk_session_event::timer, t0 + 7s) == zk_session_action::arm_timer);
+    BOOST_TEST(f.on_event(zk_session_event::timer, t0 + 8s) == zk_session_action::drop_leases);
     BOOST_TEST(f.leases_dropped());
     BOOST_TEST((f.valid_until() == tp::min()));
-    BOOST_TEST(f.on_event(zk_session_event::timer, t0 + 10s) == zk_session_action::none);
+    BOOST_TEST(f.on_event(zk_session_event::timer, t0 + 9s) == zk_session_action::none);
     // The session lived on: the leader revalidated it after the loss at 4 s; new leases are
     // valid again.
     BOOST_TEST(f.on_event(zk_session_event::connected, t0 + 11s, 10s) ==
                zk_session_action::arm_timer);
     BOOST_TEST(f.sessions() == 1u);
     BOOST_TEST(!f.leases_dropped());
-    BOOST_TEST((f.valid_until() == t0 + 13s));
+    BOOST_TEST((f.valid_until() == t0 + 12s));
+}
+
+// A leader cut off from its quorum answers syncs for up to a tick (at most half the timeout)
+// after its followers gave it up: the proof's gap (a third) and the margin must cover it.
+BOOST_AUTO_TEST_CASE(a_margin_below_a_sixth_of_the_timeout_counts_as_a_sixth) {
+    zk_session_fsm f(50ms);
+    f.on_open(t0);
+    f.on_event(zk_session_event::connected, t0, 12s);
+    BOOST_TEST((f.valid_until() == t0 + 10s));
+    zk_session_fsm g(3s);
+    g.on_open(t0);
+    g.on_event(zk_session_event::connected, t0, 12s);
+    BOOST_TEST((g.valid_until() == t0 + 9s));
 }
 
 BOOST_AUTO_TEST_CASE(a_reply_from_the_lost_connection_is_ignored) {
