@@ -230,8 +230,15 @@ zk_acquire_action zk_acquire_fsm::on_listed(zk_rc rc, std::span<const std::strin
 zk_acquire_action zk_acquire_fsm::on_watched(zk_rc rc, std::int64_t czxid) {
     if (phase_ == phase::watching_own) {
         czxid_ = czxid;
-        if (rc != zk_rc::ok)
+        if (rc == zk_rc::unknown) {
+            // Our node was listed; whether it still is, is unknown again: look for it after the
+            // reconnect rather than make another (which would wait behind this one for good).
             node_.clear();
+            created_unknown_ = true;
+            unknown_session_ = session_;
+        } else if (rc != zk_rc::ok) {
+            node_.clear(); // gone (no node, the session): create again
+        }
         return next();
     }
     if (rc == zk_rc::ok) {

@@ -117,6 +117,25 @@ BOOST_AUTO_TEST_CASE(a_lost_create_reply_finds_its_node_by_owner_after_the_recon
     BOOST_TEST(f.on_listed(zk_rc::ok, children({mine}), 1, 0).what == kind::grant);
 }
 
+// Found by the model test: the node found again, its exists answered "unknown": it may still be
+// there, so it is looked for again after the reconnect, never replaced by a new one (which
+// would wait behind it until the session ends).
+BOOST_AUTO_TEST_CASE(a_found_node_whose_exists_is_unknown_is_looked_for_again) {
+    auto f = make();
+    f.start();
+    f.on_created(zk_rc::unknown, "", 0, 1, -4);
+    f.on_reconnected(true);
+    BOOST_TEST(f.on_listed(zk_rc::ok, children({mine}), 1, 0).what == kind::watch);
+    auto a = f.on_watched(zk_rc::unknown, 0);
+    BOOST_TEST(a.what == kind::wait_reconnect);
+    BOOST_TEST(f.created_unknown());
+    BOOST_TEST(f.node().empty());
+    BOOST_TEST(f.on_reconnected(true).what == kind::list);
+    BOOST_TEST(f.on_listed(zk_rc::ok, children({mine}), 1, 0).what == kind::watch);
+    BOOST_TEST(f.on_watched(zk_rc::ok, 9).what == kind::list);
+    BOOST_TEST(f.node() == mine);
+}
+
 BOOST_AUTO_TEST_CASE(a_lost_create_reply_with_no_node_made_creates_again) {
     auto f = make();
     f.start();
