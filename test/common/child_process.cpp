@@ -341,6 +341,17 @@ start_gate::~start_gate() {
     ::close(fd_[1]);
 }
 
+std::size_t reap_children(const std::vector<pid_t>& children) {
+    std::size_t failed = 0;
+    for (auto pid : children) {
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    }
+    return failed;
+}
+
 void start_gate::open(int children) {
     for (int i = 0; i < children; ++i)
         if (::write(fd_[1], "g", 1) != 1)

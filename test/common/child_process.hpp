@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace corolock::test {
@@ -86,6 +88,21 @@ private:
 // A start line for forked children: the parent forks every child before it starts any thread
 // (ThreadSanitizer cannot start threads in the child of a multi-threaded process), and each child
 // waits here until the parent opens the gate.
+// Reads fixed-size records from `fd` (a pipe the forked children write whole records to) until
+// every writer closed it, closes it, and reaps `children`: the records, and how many children did
+// not exit with status 0.
+std::size_t reap_children(const std::vector<pid_t>& children);
+template <class Record>
+std::pair<std::vector<Record>, std::size_t> collect_children(int fd,
+                                                             const std::vector<pid_t>& children) {
+    std::vector<Record> out;
+    Record r;
+    while (::read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r))
+        out.push_back(r);
+    ::close(fd);
+    return {std::move(out), reap_children(children)};
+}
+
 class start_gate {
 public:
     start_gate(); // throws std::system_error

@@ -122,16 +122,8 @@ std::vector<grant_record> run_lock_children(const std::vector<std::string>& host
     gate.open(static_cast<int>(hosts.size()));
     if (meanwhile)
         meanwhile(); // the pipe holds about 2000 records meanwhile
-    std::vector<grant_record> history;
-    grant_record r;
-    while (::read(fds[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r))
-        history.push_back(r);
-    ::close(fds[0]);
-    for (auto pid : pids) {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
+    auto [history, failed] = corolock::test::collect_children<grant_record>(fds[0], pids);
+    BOOST_TEST(failed == 0u);
     return history;
 }
 

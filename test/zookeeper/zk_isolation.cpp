@@ -181,16 +181,8 @@ void isolate_holders_server(bool the_leader, steady::duration cut_for) {
             p->heal();
         cuts.emplace_back(from, ns(steady::now()));
     }
-    std::vector<section> history;
-    section s;
-    while (::read(fds[0], &s, sizeof s) == static_cast<ssize_t>(sizeof s))
-        history.push_back(s);
-    ::close(fds[0]);
-    for (auto pid : pids) {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        BOOST_TEST((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    }
+    auto [history, failed] = corolock::test::collect_children<section>(fds[0], pids);
+    BOOST_TEST(failed == 0u);
 
     std::sort(history.begin(), history.end(),
               [](const auto& a, const auto& b) { return a.in_ns < b.in_ns; });
