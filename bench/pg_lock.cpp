@@ -14,8 +14,8 @@
 #include "common/redis_process.hpp"
 #include <corolock/connection.hpp>
 #include <corolock/mutex.hpp>
-#include <corolock/pg_mutex.hpp>
-#include <corolock/pg_xact_mutex.hpp>
+#include <corolock/postgres/mutex.hpp>
+#include <corolock/postgres/xact_mutex.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -7,7 +7,7 @@
 // waiter's grant, on two sessions. A benchmark: nothing here fails because something is slow.
 #include "common.hpp"
 #include "common/zk_process.hpp"
-#include <corolock/zk_mutex.hpp>
+#include <corolock/zookeeper/mutex.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

@@ -8,7 +8,19 @@ install(TARGETS corolock EXPORT corolock-targets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/corolock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The headers, without those of a backend that is not built (its folder, its umbrella and the
+# forwarding pg_*.hpp / zk_*.hpp kept for 0.x): an installation offers only what it can link.
+set(corolock_header_excludes "")
+if(NOT TARGET corolock_postgres)
+    list(APPEND corolock_header_excludes
+        PATTERN postgres EXCLUDE PATTERN postgres.hpp EXCLUDE PATTERN pg_*.hpp EXCLUDE)
+endif()
+if(NOT TARGET corolock_zookeeper)
+    list(APPEND corolock_header_excludes
+        PATTERN zookeeper EXCLUDE PATTERN zookeeper.hpp EXCLUDE PATTERN zk_*.hpp EXCLUDE)
+endif()
+install(DIRECTORY include/corolock DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+    ${corolock_header_excludes})
 install(EXPORT corolock-targets NAMESPACE corolock:: FILE corolock-targets.cmake
     DESTINATION ${corolock_cmake_dir})
 configure_package_config_file(cmake/corolock-config.cmake.in

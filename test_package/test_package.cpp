@@ -3,10 +3,10 @@
 // without a server.
 #include <corolock/corolock.hpp>
 #if COROLOCK_TEST_POSTGRES
-#include <corolock/pg_mutex.hpp>
+#include <corolock/postgres/mutex.hpp>
 #endif
 #if COROLOCK_TEST_ZOOKEEPER
-#include <corolock/zk_mutex.hpp>
+#include <corolock/zookeeper/mutex.hpp>
 #endif
 
 #include <boost/asio/io_context.hpp>

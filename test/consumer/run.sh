@@ -118,6 +118,7 @@ components_of() {
 for name in static shared; do
     [[ -n $(with_postgres "$(build_of $name)") ]] || continue
     for f in lib/cmake/corolock/corolock-postgres-targets.cmake lib/pkgconfig/corolock-postgres.pc \
+        include/corolock/postgres.hpp include/corolock/postgres/mutex.hpp \
         include/corolock/pg_mutex.hpp; do
         [[ -f $work/$name/$f ]] || fail "$name install has no $f"
     done
@@ -127,7 +128,8 @@ done
 if [[ -n $(with_zookeeper "$work/build-shared") ]]; then
     for name in static shared; do
         for f in lib/cmake/corolock/corolock-zookeeper-targets.cmake \
-            lib/pkgconfig/corolock-zookeeper.pc include/corolock/zk_mutex.hpp; do
+            lib/pkgconfig/corolock-zookeeper.pc include/corolock/zookeeper.hpp \
+            include/corolock/zookeeper/mutex.hpp include/corolock/zk_mutex.hpp; do
             [[ -f $work/$name/$f ]] || fail "$name install has no $f"
         done
     done

@@ -2,7 +2,7 @@
 #include "common/coro_test.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
-#include <corolock/pg_connection.hpp>
+#include <corolock/postgres/connection.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -5,7 +5,7 @@
 #include "common/meter_check.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
-#include <corolock/pg_mutex.hpp>
+#include <corolock/postgres/mutex.hpp>
 #include <corolock/with_lock.hpp>
 
 #include <boost/asio/as_tuple.hpp>

@@ -3,7 +3,7 @@
 #include "common/coro_test.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
-#include <corolock/pg_mutex.hpp>
+#include <corolock/postgres/mutex.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

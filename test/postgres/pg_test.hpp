@@ -6,7 +6,7 @@
 #include "common/coro_test.hpp"
 #include "common/pg_process.hpp"
 #include "common/test_config.hpp"
-#include <corolock/pg_connection.hpp>
+#include <corolock/postgres/connection.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

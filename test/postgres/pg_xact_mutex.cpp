@@ -6,7 +6,7 @@
 #include "common/coro_test.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
-#include <corolock/pg_xact_mutex.hpp>
+#include <corolock/postgres/xact_mutex.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

@@ -5,7 +5,7 @@
 #include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
 #include "core/multiplexer.hpp"
-#include "core/zk_lock_recipe.hpp"
+#include "zookeeper/core/zk_lock_recipe.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/error.hpp>
@@ -14,7 +14,7 @@
 #include <corolock/logger.hpp>
 #include <corolock/metrics.hpp>
 #include <corolock/mutex.hpp>
-#include <corolock/pg_config.hpp>
+#include <corolock/postgres/config.hpp>
 #include <corolock/redlock.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -216,7 +216,8 @@ std::map<std::string, std::string> registry() {
     // How long a waiter's record (intent, reservation, place) outlives its last attempt.
     r["mutex_options.waiting_record_ttl"] = fmt(corolock::detail::waiting_record_ttl(m.retry_max));
 
-    // PostgreSQL (pg_config.hpp holds plain settings: no libpq, no link to corolock::postgres).
+    // PostgreSQL (postgres/config.hpp holds plain settings: no libpq, no link to
+    // corolock::postgres).
     const corolock::pg_xact_options px;
     r["pg_xact_options.attempt_wait"] = fmt(px.attempt_wait);
     r["pg_xact_options.retry_base"] = fmt(px.retry_base);
