@@ -234,8 +234,8 @@ BOOST_AUTO_TEST_CASE(killed_holder_node_vanishes_after_its_session_timeout) {
 }
 
 // The client's only server SIGSTOPped past the session timeout: the lease is reported lost at
-// its valid_until (before the server, once resumed, could expire the session and let anyone
-// else in), and its node is gone afterwards.
+// its valid_until, once the syncs go unanswered (before the server, once resumed, could expire
+// the session and let anyone else in), and its node is gone afterwards.
 BOOST_AUTO_TEST_CASE(paused_server_reports_the_lease_lost) {
     corolock::test::zk_ensemble zk(1);
     asio::io_context ioc;
@@ -252,7 +252,9 @@ BOOST_AUTO_TEST_CASE(paused_server_reports_the_lease_lost) {
             const auto after = steady::now() - t0;
             BOOST_TEST(lost == corolock::error::lease_lost);
             BOOST_TEST(!l.valid());
-            BOOST_TEST((conn->state() == corolock::zk_session_state::suspended));
+            // Reported when no sync was answered within the lease's validity: the connection may
+            // not even be declared lost yet (the C client waits two thirds of the timeout).
+            BOOST_TEST((conn->state() != corolock::zk_session_state::expired));
             BOOST_TEST_MESSAGE("zookeeper: lost reported "
                                << std::chrono::duration<double>(after).count()
                                << " s after the server stopped");
