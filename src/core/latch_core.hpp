@@ -2,7 +2,8 @@
 // The awaiters of one latch object: what each event (an await, a state read's reply, a release
 // message, the fallback timer, a cancellation, a reconnect, a stop) means for them. Pure: it
 // owns no socket, timer or executor; the time comes with each event and the jitter from the
-// engine it is seeded with. The driver (src/latch.cpp) performs the actions it returns, in order.
+// engine it is seeded with. The driver (src/io/latch_impl.cpp) performs the actions it returns,
+// in order.
 #ifndef COROLOCK_SRC_CORE_LATCH_CORE_HPP
 #define COROLOCK_SRC_CORE_LATCH_CORE_HPP
 

@@ -2,7 +2,8 @@
 // The decisions of RedLock (doc/redlock.md): the vote tally of one round over N nodes, the
 // acquisition (rounds, early decision, validity, retry schedule) and the held lease (quorum
 // extensions, loss, release). Sans-io: time, votes and randomness come in with each event; the
-// driver (src/redlock.cpp) sends what the returned actions say and arms one timer at wake_at().
+// driver (src/io/redlock_driver.cpp) sends what the returned actions say and arms one timer at
+// wake_at().
 #ifndef COROLOCK_SRC_DETAIL_REDLOCK_FSM_HPP
 #define COROLOCK_SRC_DETAIL_REDLOCK_FSM_HPP
 
