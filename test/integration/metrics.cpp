@@ -307,7 +307,9 @@ BOOST_AUTO_TEST_CASE(event_hook_in_order_with_durations) {
             BOOST_TEST(events[6].kind == kind::not_granted);
             BOOST_TEST(events[6].outcome == acquire_outcome::timeout);
             BOOST_TEST(events[6].ec == error::acquire_timeout);
-            BOOST_TEST((events[6].elapsed >= 80ms && events[6].elapsed < 5s));
+            // The wait's clock starts when the acquisition is set up, a moment after the deadline
+            // was taken from the 80 ms (79.9 ms was seen once on a loaded machine).
+            BOOST_TEST((events[6].elapsed >= 75ms && events[6].elapsed < 5s));
             co_await again.async_release();
             // A fixed 200 ms lease runs out: lost (not released), elapsed about the lease.
             mutex_options fixed_lease;
