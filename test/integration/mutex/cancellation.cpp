@@ -252,6 +252,7 @@ BOOST_FIXTURE_TEST_CASE(abandoned_fenced_write_of_cancelled_with_lock_is_refused
             bool done = false;
             std::exception_ptr failure;
             corolock::fencing_token token_a{};
+            bool blackholed = false;
             asio::co_spawn(
                 co_await asio::this_coro::executor,
                 corolock::with_lock(a,
@@ -261,13 +262,15 @@ BOOST_FIXTURE_TEST_CASE(abandoned_fenced_write_of_cancelled_with_lock_is_refused
                                         // that needs no EVAL retry.
                                         co_await l.async_fenced_eval(set_balance, keys, v100, ra);
                                         proxy->blackhole(direction::client_to_server);
+                                        blackholed = true;
                                         co_await l.async_fenced_eval(set_balance, keys, v90, ra);
                                     }),
                 asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr e) {
                     failure = e;
                     done = true;
                 }));
-            BOOST_REQUIRE(co_await eventually([&] { return held() > 0; }, 2s));
+            // Bytes in flight count as held for a moment too: wait for the blackhole first.
+            BOOST_REQUIRE(co_await eventually([&] { return blackholed && held() > 0; }, 5s));
             BOOST_TEST(srv.command({"GET", "balance"}) == bulk("100"));
             sig.emit(asio::cancellation_type::terminal);
             // b gets the lock once a's 1 s lease has run out (a's release and renewals are held
