@@ -2,6 +2,7 @@
 // The public redlock and its lease: the handle's options are checked and its spec built here;
 // acquisitions, leases and their timers are the driver's (io/redlock_driver.cpp), to which these
 // bodies post. See doc/redlock.md.
+#include "core/lease_table.hpp"
 #include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
 #include "io/access.hpp"
@@ -58,11 +59,7 @@ redlock::redlock(std::span<connection* const> nodes, std::string name, redlock_o
         spec->channel = detail::derived_key(spec->name, "released");
     if (!spec->invalid) {
         using detail::clock;
-        const auto scaled = std::chrono::duration_cast<clock::duration>(
-            std::chrono::duration<double, clock::period>(static_cast<double>(opts.lease.count()) *
-                                                         opts.drift_factor));
-        spec->drift =
-            std::min<clock::duration>(scaled + std::chrono::milliseconds(2), opts.lease / 2);
+        spec->drift = detail::drift_for(opts.lease, opts.drift_factor);
         spec->node_timeout =
             opts.node_timeout > clock::duration::zero()
                 ? opts.node_timeout

@@ -45,8 +45,20 @@ acquire_action acquire_fsm::stop_with(error_code ec) {
     return finish(ec);
 }
 
+acquire_action acquire_fsm::on_cancel() {
+    if (p_.binding && state_ == state::attempting) {
+        cancel_kept_ = true;
+        return {};
+    }
+    return stop_with(boost::asio::error::operation_aborted);
+}
+
 acquire_action acquire_fsm::wait(clock::time_point now, clock::duration holder_ttl, bool head,
                                  bool woken, std::minstd_rand& rng, acquire_action a) {
+    if (cancel_kept_)
+        return finish(boost::asio::error::operation_aborted, false, a);
+    if (now >= p_.deadline)
+        return finish(error::acquire_timeout, false, a); // no attempt starts past the deadline
     if (!queued_) {
         // Held: join the local queue. As its head (nobody else queues), subscribe and retry at
         // once: the SUBSCRIBE is ahead of the retry on the socket, so a release between the two
@@ -90,6 +102,7 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
     acquire_action a;
     switch (r.what) {
     case kind::failed:
+    case kind::concluded:
         return finish(r.ec);
     case kind::unknown:
         // The script may have run: undo it (owner-checked, queued ahead of anything we send
@@ -122,7 +135,7 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
 }
 
 acquire_action acquire_fsm::on_timer(clock::time_point now, bool head, bool answered) {
-    if (state_ == state::attempting && now >= p_.deadline)
+    if (state_ == state::attempting && now >= p_.deadline && !p_.binding)
         // The reply is undone when it comes. Never seen held, nothing answered since the attempt
         // went out, and it had time for an answer: the server is what kept us.
         return finish(seen_held_ || answered || p_.deadline <= sent_ ? error::acquire_timeout
@@ -151,7 +164,9 @@ acquire_action acquire_fsm::on_wake(clock::time_point now, bool head, bool woken
 clock::time_point acquire_fsm::wake_at() const noexcept {
     switch (state_) {
     case state::attempting:
-        return p_.deadline; // a stalled server cannot hold the caller past its deadline
+        // A stalled server cannot hold the caller past its deadline (a binding attempt's wait
+        // is the server's to bound).
+        return p_.binding ? clock::time_point::max() : p_.deadline;
     case state::waiting:
         return wait_until_;
     default:

@@ -35,6 +35,11 @@ struct acquire_params {
     // acquisition that ends without a grant after a refusal gives it back (its release removes
     // it), instead of leaving it to expire.
     bool leaves_record = false;
+    // The attempt is the caller's work, not only a request for the lock (a locked transaction,
+    // which commits if it gets the lock): once sent, its outcome is the caller's. Neither the
+    // deadline nor a cancel cuts it short (the server bounds its wait); a cancel that comes
+    // while it is out ends the acquisition when it comes back held.
+    bool binding = false;
 };
 
 // The outcome of one acquire script, as the driver read it.
@@ -44,6 +49,9 @@ struct attempt_reply {
         held,    // another owner holds it (holder_ttl: its remaining lease, 0 if unknown)
         unknown, // the connection dropped after the script was written: it may have run
         failed,  // any other error (ec): the script did not take the lock
+        // A binding attempt ended the acquisition (a locked transaction committed, failed or
+        // lost its connection): complete with `ec`, success or not; never retried.
+        concluded,
     };
     kind what = kind::failed;
     std::uint64_t token = 0;
@@ -89,8 +97,9 @@ public:
     acquire_action on_timer(clock::time_point now, bool head, bool answered = false);
     // Became the head of the queue, or a release message came for the head.
     acquire_action on_wake(clock::time_point now, bool head, bool woken, std::minstd_rand& rng);
-    // Cancelled by the caller (or the mutex handle went away).
-    acquire_action on_cancel() { return stop_with(boost::asio::error::operation_aborted); }
+    // Cancelled by the caller (or the mutex handle went away). A binding attempt on the wire
+    // is waited for: the cancel is kept until it comes back.
+    acquire_action on_cancel();
     // The connection stopped for good.
     acquire_action on_stop() { return stop_with(error::not_connected); }
 
@@ -118,7 +127,8 @@ private:
     clock::time_point sent_{};
     clock::time_point wait_until_ = clock::time_point::max();
     std::uint64_t token_ = 0;
-    bool seen_held_ = false; // a reply said "held": a deadline is contention, not the server
+    bool seen_held_ = false;   // a reply said "held": a deadline is contention, not the server
+    bool cancel_kept_ = false; // binding: cancelled while the attempt was out
 };
 
 std::ostream& operator<<(std::ostream& os, acquire_fsm::state s);

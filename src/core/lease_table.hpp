@@ -4,6 +4,7 @@
 
 #include <corolock/error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,18 @@
 #include <vector>
 
 namespace corolock::detail {
+
+// What a lease's local deadline allows for: the two clocks running at different rates
+// (`rate_error` of the lease: 1 % unless a RedLock's drift_factor says otherwise) and the
+// reply's trip (2 ms), at most half the lease. Every backend's leases use it.
+inline std::chrono::steady_clock::duration drift_for(std::chrono::steady_clock::duration lease,
+                                                     double rate_error = 0.01) {
+    using duration = std::chrono::steady_clock::duration;
+    const auto scaled =
+        std::chrono::duration_cast<duration>(std::chrono::duration<double, duration::period>(
+            static_cast<double>(lease.count()) * rate_error));
+    return std::min<duration>(scaled + std::chrono::milliseconds(2), lease / 2);
+}
 
 // One held lease as the watchdog sees it. It lives inside the driver's lease state (intrusive:
 // adding and removing costs no allocation once the table has grown) and is changed only through

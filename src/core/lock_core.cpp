@@ -59,6 +59,19 @@ void lock_core::stop(clock::time_point now, lock_actions& out) {
         act(*a, a->fsm.on_stop(), now, out);
 }
 
+void lock_core::forget(acquisition& a) noexcept {
+    if (!a.queue)
+        return;
+    a.queue = nullptr;
+    auto it = queues_.find(a.name);
+    if (it == queues_.end())
+        return;
+    --waiters_;
+    it->second.q.erase(a.id());
+    if (it->second.q.empty())
+        queues_.erase(it);
+}
+
 void lock_core::act(acquisition& a, const acquire_action& x, clock::time_point now,
                     lock_actions& out) {
     if (x.give_back)

@@ -134,6 +134,9 @@ public:
                             lock_actions& out);
     // The connection stopped for good: every queued acquisition ends with not_connected.
     void stop(clock::time_point now, lock_actions& out);
+    // `a` goes away without completing (its execution context shut down, destroying its
+    // handlers): out of its queue, with no actions, since nothing runs any more.
+    void forget(acquisition& a) noexcept;
 
     // ---- releases of this connection's leases
     // A lease of `name` is being released. True: hand the lock over (the driver sends the

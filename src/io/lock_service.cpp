@@ -183,8 +183,7 @@ lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, kind k)
         wait_replicas = std::to_string(opts.replica_sync.replicas);
         wait_ms = std::to_string(to_ms(opts.replica_sync.timeout));
     }
-    drift =
-        std::min<clock::duration>(opts.lease / 100 + std::chrono::milliseconds(2), opts.lease / 2);
+    drift = drift_for(opts.lease);
 }
 
 lease_state::lease_state(std::shared_ptr<lock_service> s, std::shared_ptr<const lock_spec> sp,

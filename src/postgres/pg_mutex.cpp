@@ -190,10 +190,16 @@ void pg_mutex::cancel() {
 
 void pg_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     auto svc = core_->service;
+    // Fails before anything is sent, and never inline.
+    if (auto ec = core_->invalid
+                      ? core_->invalid
+                      : (deadline == clock::time_point::min() ? error_code(error::invalid_wait)
+                                                              : error_code()))
+        return detail::deliver(std::move(h), svc->conn().get_executor(), ec, pg_lease{});
     auto slot = asio::get_associated_cancellation_slot(h);
-    auto op = std::make_shared<detail::pg_acquire_op>(core_, std::move(h), svc->conn().strand());
-    op->deadline = deadline;
-    op->once = once;
+    auto op = std::make_shared<detail::pg_acquire_op>(
+        core_, detail::pg_acquire_params(core_->opts, deadline, once), std::move(h),
+        svc->conn().strand());
     detail::cancel_on_signal(slot, svc, op, &pg_lock_service::cancel_acquire);
     asio::dispatch(svc->conn().strand(), [svc, op] { svc->start_acquire(op); });
 }

@@ -68,8 +68,14 @@ void pg_xact_mutex::transact_impl(clock::time_point deadline,
     if (bad && !core_->invalid)
         return detail::deliver(std::move(h), asio::system_executor(),
                                error_code(error::invalid_argument));
+    if (auto ec = core_->invalid
+                      ? core_->invalid
+                      : (deadline == clock::time_point::min() ? error_code(error::invalid_wait)
+                                                              : error_code()))
+        return detail::deliver(std::move(h), svc->conn().get_executor(), ec);
     auto slot = asio::get_associated_cancellation_slot(h);
-    auto op = std::make_shared<detail::pg_xact_op>(core_, std::move(h), svc->conn().strand());
+    auto op = std::make_shared<detail::pg_xact_op>(
+        core_, detail::pg_xact_params(core_->opts, deadline), std::move(h), svc->conn().strand());
     op->deadline = deadline;
     op->queries = std::move(qs);
     op->results = &results;

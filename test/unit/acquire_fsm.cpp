@@ -464,4 +464,84 @@ BOOST_FIXTURE_TEST_CASE(a_record_left_by_a_refusal_is_given_back_on_every_exit, 
     }
 }
 
+// A binding attempt (a locked transaction: it commits if it gets the lock) is the caller's work:
+// its outcome, success or not, is the caller's; no deadline or cancel cuts it short.
+acquire_params binding(clock_type::time_point deadline = never) {
+    auto p = params(deadline);
+    p.binding = true;
+    return p;
+}
+
+attempt_reply concluded(error_code ec) {
+    attempt_reply r;
+    r.what = attempt_reply::kind::concluded;
+    r.ec = ec;
+    return r;
+}
+
+BOOST_FIXTURE_TEST_CASE(a_binding_attempt_is_not_cut_short_by_its_deadline, fixture) {
+    acquire_fsm f(binding(t0 + 10ms));
+    BOOST_TEST(only_attempt(f.start(t0, false)));
+    BOOST_TEST((f.wake_at() == never)); // the server bounds the attempt's wait
+    BOOST_TEST(nothing(f.on_timer(t0 + 20ms, true, false)));
+    BOOST_TEST(f.current() == state::attempting);
+    // It committed after the deadline: that is the caller's outcome, not a timeout.
+    const auto a = f.on_reply(t0 + 30ms, concluded({}), true, false, rng);
+    BOOST_TEST(completes(a, {}), a);
+    BOOST_TEST(!a.give_back);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_binding_attempt_back_busy_after_the_deadline_times_out, fixture) {
+    acquire_fsm f(binding(t0 + 10ms));
+    f.start(t0, false);
+    const auto a = f.on_reply(t0 + 20ms, held(), true, true, rng); // woken, but too late
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+    BOOST_TEST(!a.attempt); // no attempt starts past the deadline
+}
+
+BOOST_FIXTURE_TEST_CASE(a_cancel_waits_for_the_binding_attempt_on_the_wire, fixture) {
+    {
+        acquire_fsm f(binding());
+        f.start(t0, false);
+        BOOST_TEST(nothing(f.on_cancel())); // the transaction may commit: wait for it
+        BOOST_TEST(f.current() == state::attempting);
+        const auto a = f.on_reply(t0 + 1ms, concluded({}), true, false, rng);
+        BOOST_TEST(completes(a, {}), a); // it did: reported as it is
+    }
+    {
+        acquire_fsm f(binding());
+        f.start(t0, false);
+        f.on_cancel();
+        const auto a = f.on_reply(t0 + 1ms, held(), true, true, rng); // busy: nothing ran
+        BOOST_TEST(completes(a, boost::asio::error::operation_aborted), a);
+        BOOST_TEST(!a.join);
+    }
+    {
+        acquire_fsm f(binding());
+        f.start(t0, false);
+        f.on_reply(t0 + 1ms, held(), true, false, rng); // join + retry
+        f.on_reply(t0 + 2ms, held(), true, false, rng); // waits for a wake-up
+        BOOST_REQUIRE(f.current() == state::waiting);
+        BOOST_TEST(completes(f.on_cancel(), boost::asio::error::operation_aborted)); // at once
+    }
+}
+
+BOOST_FIXTURE_TEST_CASE(a_concluded_attempt_is_never_sent_again, fixture) {
+    acquire_fsm f(binding());
+    f.start(t0, false);
+    // Its connection dropped mid-transaction: the outcome is unknown, and the caller's.
+    const auto a = f.on_reply(t0 + 1ms, concluded(error::connection_lost), true, false, rng);
+    BOOST_TEST(completes(a, error::connection_lost), a);
+    BOOST_TEST(!a.give_back);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_held_reply_past_the_deadline_completes_at_once, fixture) {
+    acquire_fsm f(params(t0 + 10ms));
+    f.start(t0, false);
+    f.on_reply(t0 + 1ms, held(), true, false, rng); // join + retry
+    const auto a = f.on_reply(t0 + 11ms, held(), true, true, rng);
+    BOOST_TEST(completes(a, error::acquire_timeout), a);
+    BOOST_TEST(f.current() == state::done);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -186,10 +186,11 @@ BOOST_AUTO_TEST_CASE(a_refused_head_drops_stale_wake_ups) {
     core.on_reply(a, held(), t0 + 2ms, out); // taken by another process meanwhile
     BOOST_TEST(shown(out).empty());          // no retry for the two stale wake-ups
     // A message that comes while the attempt is out is not stale: it makes the head retry.
-    core.on_timer(a, a.fsm.wake_at(), out);
+    const auto t = a.fsm.wake_at(); // the fallback timer (before the deadline)
+    core.on_timer(a, t, out);
     out.clear();
-    core.on_release_message("s", 1, a.fsm.wake_at() + 1ms, out);
-    core.on_reply(a, held(), a.fsm.wake_at() + 2ms, out);
+    core.on_release_message("s", 1, t + 1ms, out);
+    core.on_reply(a, held(), t + 2ms, out);
     BOOST_TEST((shown(out) == seq({{kind::attempt, &a}})));
 }
 
@@ -320,6 +321,31 @@ BOOST_AUTO_TEST_CASE(a_deadline_with_no_reply_since_the_attempt_is_the_servers_t
     out.clear();
     core.on_timer(b, t0 + 1s, out);
     BOOST_TEST(out[0].ec == error::acquire_timeout);
+}
+
+// An acquisition destroyed without completing (its execution context shut down) leaves its
+// queue with no action: nothing runs any more, and no dangling waiter stays behind.
+BOOST_AUTO_TEST_CASE(a_forgotten_acquisition_leaves_its_queue_silently) {
+    lock_core core(1);
+    acquisition a(params(), "n"), b(params(), "n");
+    lock_actions out;
+    core.start(a, t0, out);
+    core.on_reply(a, held(), t0 + 1ms, out); // a queues as head
+    core.start(b, t0 + 2ms, out);            // b behind it
+    BOOST_REQUIRE(core.waiters() == 2u);
+    out.clear();
+    core.forget(a);
+    BOOST_TEST(out.empty());
+    BOOST_TEST(core.waiters() == 1u);
+    std::vector<const acquisition*> left;
+    core.for_each_waiter([&](acquisition& x) { left.push_back(&x); });
+    BOOST_TEST((left == std::vector<const acquisition*>{&b}));
+    core.forget(b);
+    BOOST_TEST(!core.has_waiters("n"));
+    core.forget(b); // twice, or never queued: nothing
+    acquisition c(params(), "n");
+    core.forget(c);
+    BOOST_TEST(core.waiters() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

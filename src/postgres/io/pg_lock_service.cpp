@@ -1,18 +1,14 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "postgres/io/pg_lock_service.hpp"
 
-#include "core/backoff.hpp"
 #include "io/deliver.hpp"
 #include "postgres/core/pg_lock_sql.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 namespace corolock::detail {
@@ -22,37 +18,24 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Submits `qs` as one statement and completes with its results, on the handler's executor.
-template <class CompletionToken>
-auto async_statement(pg_connection_impl& c, std::vector<pg_query> qs, CompletionToken&& token) {
-    return asio::async_initiate<CompletionToken, void(error_code, std::vector<pg_result>)>(
-        [&c](auto handler, std::vector<pg_query> qs) {
-            c.submit(make_statement(
-                std::move(qs), [h = std::move(handler)](error_code ec, pg_statement& s) mutable {
-                    auto ex = asio::get_associated_executor(h);
-                    asio::post(ex, [h = std::move(h), ec, r = std::move(s.results)]() mutable {
-                        std::move(h)(ec, std::move(r));
-                    });
-                }));
-        },
-        token, std::move(qs));
-}
-
 std::vector<pg_query> one_query(std::string_view sql, std::vector<std::optional<std::string>> p) {
     std::vector<pg_query> qs;
     qs.push_back(pg_query{std::string(sql), std::move(p)});
     return qs;
 }
 
-// Outside the coroutine: g++ 12 rejects a braced list (an array) inside one.
-std::vector<pg_query> acquire_query(const std::string& name, const owner_id& owner,
-                                    const std::string& lease_ms) {
-    return one_query(pg_sql::acquire, {name, std::string(view(owner)), lease_ms});
-}
-
-// A lease's local deadline allows for the two clocks running at different rates.
-std::chrono::steady_clock::duration drift_of(std::chrono::steady_clock::duration lease) {
-    return lease / 100 + 2ms;
+// The attempt's pipeline entry: lock_timeout bounded, the lock, the session's lock_timeout back,
+// the caller's queries, the release announcement (delivered at commit only).
+std::vector<pg_query> xact_queries(const pg_xact_core& c, const std::string& lock_ms,
+                                   const std::vector<pg_query>& user) {
+    std::vector<pg_query> qs;
+    qs.reserve(user.size() + pg_sql::xact_prefix + 1);
+    qs.push_back(pg_query{std::string(pg_sql::xact_begin), {lock_ms}});
+    qs.push_back(pg_query{std::string(pg_sql::xact_lock), {std::to_string(c.key)}});
+    qs.push_back(pg_query{std::string(pg_sql::xact_locked), {}});
+    qs.insert(qs.end(), user.begin(), user.end());
+    qs.push_back(pg_query{std::string(pg_sql::xact_notify), {c.name}});
+    return qs;
 }
 
 template <class Handler, class... Args>
@@ -60,49 +43,12 @@ void post_to(Handler h, const asio::any_io_executor& fallback, Args... args) {
     deliver(std::move(h), fallback, std::move(args)...);
 }
 
+// Takes `op` off its handle's pending list and returns its handler (it must have one).
 template <class Op>
-using waiters_of = std::multimap<std::string, std::weak_ptr<Op>>;
-
-// One release, one attempt: the oldest live waiter of `name` on this connection tries again
-// (waking them all would send one statement each for a single grant). It stays first in line if
-// it loses the race to another client's waiter; the others keep their timers.
-template <class Op>
-void wake_oldest(waiters_of<Op>& waiting, const std::string& name) {
-    auto [b, e] = waiting.equal_range(name);
-    for (auto it = b; it != e; ++it) {
-        auto op = it->second.lock();
-        if (!op || !op->handler)
-            continue;
-        op->woken = true;
-        op->timer.cancel();
-        return;
-    }
-}
-
-template <class Op>
-void wake_all(waiters_of<Op>& waiting) {
-    for (auto& [name, w] : waiting)
-        if (auto op = w.lock()) {
-            op->woken = true;
-            op->timer.cancel();
-        }
-}
-
-// Takes `op` off its mutex's pending list and the waiters, and returns its handler (it must
-// have one).
-template <class Op>
-typename Op::handler_type unlist(Op& op, waiters_of<Op>& waiting) {
+typename Op::handler_type unlist(Op& op) {
     if (op.listed) {
         op.core->pending.erase(op.pending_at);
         op.listed = false;
-    }
-    auto [b, e] = waiting.equal_range(op.core->name);
-    for (auto it = b; it != e; ++it) {
-        auto p = it->second.lock();
-        if (!p || p.get() == &op) {
-            waiting.erase(it);
-            break;
-        }
     }
     auto h = std::move(*op.handler);
     op.handler.reset();
@@ -123,7 +69,8 @@ pg_lock_service::of(const std::shared_ptr<pg_connection_impl>& conn) {
 }
 
 pg_lock_service::pg_lock_service(std::shared_ptr<pg_connection_impl> conn)
-    : conn_(std::move(conn)), watchdog_(conn_->strand()), rng_(std::random_device{}()) {}
+    : conn_(std::move(conn)), watchdog_(conn_->strand()), acquires_(std::random_device{}()),
+      xacts_(std::random_device{}()) {}
 
 pg_lock_service::~pg_lock_service() {
     for (auto& l : {listener_, xact_listener_})
@@ -154,237 +101,291 @@ void pg_lock_service::ensure_listening() {
         listener_ = listen_to(pg_sql::release_channel, &pg_lock_service::on_release_notice);
 }
 
+// What an acquisition through `opts` asks of the lock core. A wait already over when it begins
+// (a zero wait, a deadline past) is one attempt, as a try: the lock if it is free, else
+// `acquire_timeout` (racing the attempt against a deadline already past would make the outcome
+// depend on which is seen first). Its reply is waited for as long as the connection takes: the
+// connection's health check bounds a stalled server.
+acquire_params pg_acquire_params(const pg_mutex_options& opts, clock::time_point deadline,
+                                 bool once) {
+    const bool no_wait = !once && deadline <= clock::now();
+    acquire_params p;
+    p.deadline = once || no_wait ? clock::time_point::max() : deadline;
+    p.once = once || no_wait;
+    p.held_is_timeout = no_wait;
+    p.lease = opts.lease;
+    p.drift = drift_for(opts.lease);
+    p.retry_base = opts.retry_base;
+    p.retry_max = opts.retry_max;
+    return p;
+}
+
+acquire_params pg_xact_params(const pg_xact_options& opts, clock::time_point deadline) {
+    acquire_params p;
+    p.deadline = deadline;
+    p.binding = true;
+    p.retry_base = opts.retry_base;
+    p.retry_max = opts.retry_max;
+    return p;
+}
+
+// ---- the lock cores' events, and their actions performed
+
+template <class Op, class Event>
+void pg_lock_service::run(lock_core& core, Event event) {
+    lock_actions out;
+    event(core, clock::now(), out);
+    perform<Op>(out);
+}
+
+template <class Op>
+void pg_lock_service::perform(const lock_actions& actions) {
+    for (const auto& x : actions) {
+        auto& op = static_cast<Op&>(*x.acq);
+        const auto keep = op.shared_from_this(); // completing may drop the last other reference
+        switch (x.what) {
+        case lock_action::kind::subscribe:
+        case lock_action::kind::unsubscribe:
+            break; // one channel carries every name's releases: listened to while this lives
+        case lock_action::kind::give_back:
+            if constexpr (std::is_same_v<Op, pg_acquire_op>) {
+                // Owner-checked, and ahead of any later attempt, which gets a new owner id.
+                undo(op.core->name, op.owner);
+                op.owner = random_owner_id();
+            }
+            break; // a transaction is never given back: its outcome is the caller's
+        case lock_action::kind::attempt:
+            send_attempt(op);
+            break;
+        case lock_action::kind::complete:
+            complete(op, x.ec, x.granted);
+            break;
+        case lock_action::kind::arm:
+            arm(op, x.at);
+            break;
+        }
+    }
+}
+
+template <class Op>
+void pg_lock_service::arm(Op& op, clock::time_point at) {
+    const auto s = op.fsm.current();
+    if (s == acquire_fsm::state::done || s == acquire_fsm::state::abandoned) {
+        ++op.armed;
+        op.timer.cancel();
+        return;
+    }
+    const auto gen = ++op.armed;
+    op.timer.expires_at(at);
+    op.timer.async_wait([self = op.shared_from_this(), gen](error_code ec) {
+        if (!ec && self->armed == gen)
+            self->core->service->on_timer(*self);
+    });
+}
+
+void pg_lock_service::on_timer(pg_acquire_op& op) {
+    run<pg_acquire_op>(acquires_, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+        c.on_timer(op, now, out);
+    });
+}
+
+void pg_lock_service::on_timer(pg_xact_op& op) {
+    run<pg_xact_op>(xacts_, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+        c.on_timer(op, now, out);
+    });
+}
+
+void pg_lock_service::wake(lock_core& core, const std::string& name) {
+    // One release, one attempt: the head of the name's local queue tries again.
+    if (&core == &acquires_)
+        run<pg_acquire_op>(core, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+            c.on_release_message(name, 1, now, out);
+        });
+    else
+        run<pg_xact_op>(core, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+            c.on_release_message(name, 1, now, out);
+        });
+}
+
+void pg_lock_service::wake_all(lock_core& core) {
+    std::set<std::string> names;
+    core.for_each_waiter([&](acquisition& a) { names.emplace(a.name); });
+    for (const auto& n : names)
+        wake(core, n);
+}
+
 void pg_lock_service::on_release_notice(const std::string& name) {
-    wake_oldest(waiting_, name);
+    wake(acquires_, name);
+}
+
+void pg_lock_service::on_xact_notice(const std::string& name) {
+    wake(xacts_, name);
 }
 
 void pg_lock_service::on_connected() {
-    // Releases announced while the connection was down were not heard: every waiter tries
-    // again, and every lease is renewed now (a server restarted from an old state would not
-    // have it: better to hear that within a round trip).
-    wake_all(waiting_);
-    wake_all(xact_waiting_);
+    // Releases announced while the connection was down were not heard: the head of every name
+    // tries again, and every lease is renewed now (a server restarted from an old state would
+    // not have it: better to hear that within a round trip).
+    wake_all(acquires_);
+    wake_all(xacts_);
     table_.renew_all_now(clock::now());
     reschedule();
 }
 
+// ---- acquisitions (pg_mutex)
+
 void pg_lock_service::start_acquire(std::shared_ptr<pg_acquire_op> op) {
     auto& c = *op->core;
-    if (c.invalid)
-        return finish(*op, c.invalid, {});
-    if (op->deadline == clock::time_point::min())
-        return finish(*op, error::invalid_wait, {});
     op->pending_at = c.pending.insert(c.pending.end(), op);
     op->listed = true;
-    waiting_.emplace(c.name, op);
     ensure_listening();
-    asio::co_spawn(conn_->strand(), acquire_loop(std::move(op)), asio::detached);
+    op->owner = random_owner_id();
+    run<pg_acquire_op>(acquires_, [&](lock_core& core, clock::time_point now, lock_actions& out) {
+        core.start(*op, now, out);
+    });
 }
 
 void pg_lock_service::cancel_acquire(const std::shared_ptr<pg_acquire_op>& op) {
-    if (!op->handler)
-        return;
-    finish(*op, asio::error::operation_aborted, {});
-    op->timer.cancel();
+    run<pg_acquire_op>(acquires_, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+        c.cancel(*op, now, out);
+    });
 }
 
-void pg_lock_service::finish(pg_acquire_op& op, error_code ec, pg_lease l) {
-    if (op.handler)
-        deliver(unlist(op, waiting_), conn_->get_executor(), ec, std::move(l));
+void pg_lock_service::send_attempt(pg_acquire_op& op) {
+    const auto& c = *op.core;
+    conn_->submit(make_statement(one_query(pg_sql::acquire, {c.name, std::string(view(op.owner)),
+                                                             pg_sql::to_ms(c.opts.lease)}),
+                                 [op = op.shared_from_this()](error_code ec, pg_statement& s) {
+                                     op->core->service->on_attempt_reply(*op, ec, s.results);
+                                 }));
 }
 
-asio::awaitable<void> pg_lock_service::acquire_loop(std::shared_ptr<pg_acquire_op> op) {
-    auto self = shared_from_this();
-    const auto& c = *op->core;
-    backoff wait(c.opts.retry_base, c.opts.retry_max);
-    op->owner = random_owner_id();
-    const auto lease_ms = pg_sql::to_ms(c.opts.lease);
-    for (;;) {
-        if (!op->handler)
-            co_return;
-        op->woken = false;
-        const auto sent = clock::now();
-        op->in_flight = true;
-        auto [ec, results] =
-            co_await async_statement(*conn_, acquire_query(c.name, op->owner, lease_ms),
-                                     asio::as_tuple(asio::use_awaitable));
-        op->in_flight = false;
-        pg_sql::acquire_reply reply;
-        if (!ec) {
-            const auto& r = results.front();
-            if (r.columns() != 2 && r.rows() != 0)
-                ec = error::unexpected_reply;
-            else
-                ec = pg_sql::decode_acquire(r.rows(), r.rows() ? r.get(0, 0) : std::nullopt,
-                                            r.rows() ? r.get(0, 1) : std::nullopt, reply);
-        }
-        const bool unknown = ec == error::connection_lost;
-        if (unknown || (!ec && reply.granted && !op->handler)) {
-            // The attempt may have taken the lock (or did, for nobody): undo it before any new
-            // attempt, which gets a fresh owner id. Never sent again.
-            undo(c.name, op->owner);
-            op->owner = random_owner_id();
-        }
-        if (!op->handler)
-            co_return;
-        if (unknown && !op->once)
-            continue;
-        if (ec == error::server_error && !results.empty()) {
-            const auto& log = conn_->log();
-            if (log.enabled(logger::level::error))
-                log.log(logger::level::error,
-                        pg_sql::acquire_failure(c.name, results.front().sqlstate(),
-                                                results.front().error_message()));
-        }
-        if (ec)
-            co_return finish(*op, ec, {});
-        if (reply.granted) {
-            const auto now = clock::now();
-            const auto drift = drift_of(c.opts.lease);
-            if (now >= sent + c.opts.lease - drift) {
-                // Answered after its own lease: nothing of it can be trusted.
-                undo(c.name, op->owner);
-                op->owner = random_owner_id();
-                if (op->once)
-                    co_return finish(*op, error::lease_lost, {});
-                continue;
-            }
-            auto st = std::make_shared<pg_lease_state>();
-            st->service = self;
-            st->name = c.name;
-            st->owner = op->owner;
-            st->token = reply.token;
-            st->watch.lease = c.opts.lease;
-            st->watch.drift = drift;
-            st->watch.watchdog = c.opts.watchdog;
-            if (c.opts.max_hold > clock::duration::zero())
-                st->watch.max_hold_at = sent + c.opts.max_hold;
-            hold(st, sent);
-            co_return finish(*op, {}, pg_lease_access::make(std::move(st)));
-        }
-        if (op->once)
-            co_return finish(*op, {}, {});
-        const auto now = clock::now();
-        if (now >= op->deadline)
-            co_return finish(*op, error::acquire_timeout, {});
-        if (op->woken)
-            continue; // released while the attempt was on its way
-        auto pause = wait.next(rng_);
-        if (reply.holder_ms >= 0)
-            pause =
-                std::min<clock::duration>(pause, std::chrono::milliseconds(reply.holder_ms) + 1ms);
-        op->timer.expires_at(op->deadline - now > pause ? now + pause : op->deadline);
-        co_await op->timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (!op->handler)
-            co_return;
-        if (!op->woken && clock::now() >= op->deadline)
-            co_return finish(*op, error::acquire_timeout, {});
+void pg_lock_service::on_attempt_reply(pg_acquire_op& op, error_code ec,
+                                       std::vector<pg_result>& results) {
+    attempt_reply r;
+    pg_sql::acquire_reply reply;
+    if (!ec) {
+        const auto& res = results.front();
+        if (res.columns() != 2 && res.rows() != 0)
+            ec = error::unexpected_reply;
+        else
+            ec = pg_sql::decode_acquire(res.rows(), res.rows() ? res.get(0, 0) : std::nullopt,
+                                        res.rows() ? res.get(0, 1) : std::nullopt, reply);
     }
+    if (ec == error::connection_lost) {
+        r.what = attempt_reply::kind::unknown; // it may have run: given back, never sent again
+        r.ec = ec;
+    } else if (ec) {
+        r.what = attempt_reply::kind::failed;
+        r.ec = ec;
+        const auto& log = conn_->log();
+        if (ec == error::server_error && !results.empty() && log.enabled(logger::level::error))
+            log.log(logger::level::error,
+                    pg_sql::acquire_failure(op.core->name, results.front().sqlstate(),
+                                            results.front().error_message()));
+    } else if (reply.granted) {
+        r.what = attempt_reply::kind::granted;
+        r.token = reply.token;
+    } else {
+        r.what = attempt_reply::kind::held;
+        if (reply.holder_ms >= 0)
+            r.holder_ttl = std::chrono::milliseconds(reply.holder_ms) + 1ms;
+    }
+    if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
+        acquires_.on_script_reply(); // the server is alive
+    run<pg_acquire_op>(acquires_, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+        c.on_reply(op, r, now, out);
+    });
+}
+
+void pg_lock_service::complete(pg_acquire_op& op, error_code ec, bool granted) {
+    if (!op.handler)
+        return;
+    pg_lease l;
+    if (granted) {
+        const auto& c = *op.core;
+        auto st = std::make_shared<pg_lease_state>();
+        st->service = shared_from_this();
+        st->name = c.name;
+        st->owner = op.owner;
+        st->token = op.fsm.token();
+        st->watch.lease = c.opts.lease;
+        st->watch.drift = drift_for(c.opts.lease);
+        st->watch.watchdog = c.opts.watchdog;
+        if (c.opts.max_hold > clock::duration::zero())
+            st->watch.max_hold_at = op.fsm.sent() + c.opts.max_hold;
+        hold(st, op.fsm.sent());
+        l = pg_lease_access::make(std::move(st));
+    }
+    deliver(unlist(op), conn_->get_executor(), ec, std::move(l));
 }
 
 // ---- locked transactions (pg_xact_mutex)
 
-namespace {
-
-// The attempt's pipeline entry: lock_timeout bounded, the lock, the session's lock_timeout back,
-// the caller's queries, the release announcement (delivered at commit only).
-std::vector<pg_query> xact_queries(const pg_xact_core& c, const std::string& lock_ms,
-                                   const std::vector<pg_query>& user) {
-    std::vector<pg_query> qs;
-    qs.reserve(user.size() + pg_sql::xact_prefix + 1);
-    qs.push_back(pg_query{std::string(pg_sql::xact_begin), {lock_ms}});
-    qs.push_back(pg_query{std::string(pg_sql::xact_lock), {std::to_string(c.key)}});
-    qs.push_back(pg_query{std::string(pg_sql::xact_locked), {}});
-    qs.insert(qs.end(), user.begin(), user.end());
-    qs.push_back(pg_query{std::string(pg_sql::xact_notify), {c.name}});
-    return qs;
-}
-
-} // namespace
-
 void pg_lock_service::start_xact(std::shared_ptr<pg_xact_op> op) {
     auto& c = *op->core;
-    if (c.invalid)
-        return finish_xact(*op, c.invalid);
-    if (op->deadline == clock::time_point::min())
-        return finish_xact(*op, error::invalid_wait);
     op->pending_at = c.pending.insert(c.pending.end(), op);
     op->listed = true;
-    xact_waiting_.emplace(c.name, op);
     if (!xact_listener_)
         xact_listener_ = listen_to(pg_sql::xact_channel, &pg_lock_service::on_xact_notice);
-    asio::co_spawn(conn_->strand(), xact_loop(std::move(op)), asio::detached);
+    run<pg_xact_op>(xacts_, [&](lock_core& core, clock::time_point now, lock_actions& out) {
+        core.start(*op, now, out);
+    });
 }
 
 void pg_lock_service::cancel_xact(const std::shared_ptr<pg_xact_op>& op) {
-    if (!op->handler)
-        return;
-    if (op->in_flight) {
-        op->cancelled = true; // its answer says whether it committed: reported as it is
-        return;
-    }
-    finish_xact(*op, asio::error::operation_aborted);
-    op->timer.cancel();
+    run<pg_xact_op>(xacts_, [&](lock_core& c, clock::time_point now, lock_actions& out) {
+        c.cancel(*op, now, out);
+    });
 }
 
-void pg_lock_service::finish_xact(pg_xact_op& op, error_code ec) {
-    if (op.handler)
-        deliver(unlist(op, xact_waiting_), conn_->get_executor(), ec);
+void pg_lock_service::send_attempt(pg_xact_op& op) {
+    const auto& c = *op.core;
+    // The server-side wait: attempt_wait, cut to what is left of the caller's (at least 1 ms:
+    // lock_timeout 0 would mean no limit at all).
+    auto server_wait = c.opts.attempt_wait;
+    if (op.deadline != clock::time_point::max())
+        server_wait = std::clamp<clock::duration>(op.deadline - clock::now(), 1ms, server_wait);
+    conn_->submit(make_statement(xact_queries(c, pg_sql::to_ms(server_wait), op.queries),
+                                 [op = op.shared_from_this()](error_code ec, pg_statement& s) {
+                                     op->core->service->on_attempt_reply(*op, ec, s.results);
+                                 }));
 }
 
-void pg_lock_service::on_xact_notice(const std::string& name) {
-    wake_oldest(xact_waiting_, name);
-}
-
-asio::awaitable<void> pg_lock_service::xact_loop(std::shared_ptr<pg_xact_op> op) {
-    auto self = shared_from_this();
-    const auto& c = *op->core;
-    backoff wait(c.opts.retry_base, c.opts.retry_max);
-    for (;;) {
-        if (!op->handler)
-            co_return;
-        op->woken = false;
-        // The server-side wait: attempt_wait, cut to what is left of the caller's (at least
-        // 1 ms: lock_timeout 0 would mean no limit at all).
-        auto server_wait = c.opts.attempt_wait;
-        if (op->deadline != clock::time_point::max())
-            server_wait =
-                std::clamp<clock::duration>(op->deadline - clock::now(), 1ms, server_wait);
-        op->in_flight = true;
-        auto [ec, results] = co_await async_statement(
-            *conn_, xact_queries(c, pg_sql::to_ms(server_wait), op->queries),
-            asio::as_tuple(asio::use_awaitable));
-        op->in_flight = false;
-        const bool answered = results.size() == op->queries.size() + pg_sql::xact_prefix + 1;
-        const auto outcome = pg_sql::decide_xact(
-            ec, answered ? std::string_view(results[pg_sql::xact_lock_index].sqlstate()) : "");
-        if (outcome != pg_sql::xact_outcome::busy) {
-            if (answered) {
-                const auto& lock = results[pg_sql::xact_lock_index];
-                if (ec && !lock.command_status().empty() && lock.error_message().empty())
-                    // Held, then rolled back: no NOTIFY went out with a commit.
-                    conn_->submit(make_statement(one_query(pg_sql::xact_notify, {c.name}),
-                                                 [](error_code, pg_statement&) {}));
-                op->results->assign(std::make_move_iterator(results.begin() + pg_sql::xact_prefix),
-                                    std::make_move_iterator(results.end() - 1));
-            }
-            co_return finish_xact(*op, ec);
+void pg_lock_service::on_attempt_reply(pg_xact_op& op, error_code ec,
+                                       std::vector<pg_result>& results) {
+    const auto& c = *op.core;
+    const bool answered = results.size() == op.queries.size() + pg_sql::xact_prefix + 1;
+    const auto outcome = pg_sql::decide_xact(
+        ec, answered ? std::string_view(results[pg_sql::xact_lock_index].sqlstate()) : "");
+    attempt_reply r;
+    if (outcome == pg_sql::xact_outcome::busy) {
+        r.what = attempt_reply::kind::held;
+    } else {
+        // Committed, failed, or its connection lost (an unknown outcome): the caller's, as it is.
+        r.what = attempt_reply::kind::concluded;
+        r.ec = ec;
+        if (answered) {
+            const auto& lock = results[pg_sql::xact_lock_index];
+            if (ec && !lock.command_status().empty() && lock.error_message().empty())
+                // Held, then rolled back: no NOTIFY went out with a commit.
+                conn_->submit(make_statement(one_query(pg_sql::xact_notify, {c.name}),
+                                             [](error_code, pg_statement&) {}));
+            if (op.handler)
+                op.results->assign(std::make_move_iterator(results.begin() + pg_sql::xact_prefix),
+                                   std::make_move_iterator(results.end() - 1));
         }
-        if (op->cancelled)
-            co_return finish_xact(*op, asio::error::operation_aborted);
-        const auto now = clock::now();
-        if (now >= op->deadline)
-            co_return finish_xact(*op, error::acquire_timeout);
-        if (op->woken)
-            continue; // released while the attempt was on its way
-        const auto pause = wait.next(rng_);
-        op->timer.expires_at(op->deadline - now > pause ? now + pause : op->deadline);
-        co_await op->timer.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (!op->handler)
-            co_return;
-        if (!op->woken && clock::now() >= op->deadline)
-            co_return finish_xact(*op, error::acquire_timeout);
     }
+    if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
+        xacts_.on_script_reply();
+    run<pg_xact_op>(xacts_, [&](lock_core& core, clock::time_point now, lock_actions& out) {
+        core.on_reply(op, r, now, out);
+    });
+}
+
+void pg_lock_service::complete(pg_xact_op& op, error_code ec, bool) {
+    if (op.handler)
+        deliver(unlist(op), conn_->get_executor(), ec);
 }
 
 void pg_lock_service::undo(const std::string& name, const owner_id& owner) {

@@ -8,6 +8,7 @@
 
 #include "core/handler_list.hpp"
 #include "core/lease_table.hpp"
+#include "core/lock_core.hpp"
 #include "io/owner_id.hpp"
 #include "postgres/io/pg_connection_impl.hpp"
 #include <corolock/postgres/mutex.hpp>
@@ -61,32 +62,36 @@ struct pg_mutex_core {
     std::list<std::weak_ptr<pg_acquire_op>> pending; // on the strand
 };
 
-// What every operation of a lock layer that waits has (`Self`: the operation's type): its
-// mutex's core, its handler (empty once completed), its timer between attempts, its deadline,
-// and its place in the core's pending list.
+// One acquisition or locked transaction in progress (`Core`: its handle's shared part). Its
+// decisions are a lock core's (it is the core's `acquisition`); it holds what performing them
+// needs: its handle's core, the caller's handler (empty once completed), the timer the core
+// arms, and its place in the handle's pending list. While it is not completed its timer always
+// waits (at max when the core wants no wake-up): that wait keeps it alive, and the execution
+// context's shutdown destroys it with its handler.
 template <class Self, class Core, class Signature>
-struct pg_op_base {
+struct pg_op : acquisition, std::enable_shared_from_this<Self> {
     using clock = std::chrono::steady_clock;
     using handler_type = boost::asio::any_completion_handler<Signature>;
 
-    pg_op_base(std::shared_ptr<Core> c, handler_type h, const pg_connection_impl::strand_type& s)
-        : core(std::move(c)), handler(std::move(h)), timer(s) {}
+    pg_op(std::shared_ptr<Core> c, const acquire_params& p, handler_type h,
+          const pg_connection_impl::strand_type& s)
+        : acquisition(p, c->name), core(std::move(c)), handler(std::move(h)), timer(s) {}
+    ~pg_op();
+    pg_op(const pg_op&) = delete;
+    pg_op& operator=(const pg_op&) = delete;
 
     std::shared_ptr<Core> core;
     std::optional<handler_type> handler;
     boost::asio::steady_timer timer;
-    clock::time_point deadline = clock::time_point::max();
-    bool in_flight = false; // an attempt is on the connection
-    bool woken = false;     // a release notification came while it waited or was in flight
+    std::uint64_t armed = 0; // which arming the timer's wait is for
     typename std::list<std::weak_ptr<Self>>::iterator pending_at; // valid while `listed`
     bool listed = false;
 };
 
 // One acquire in progress.
-struct pg_acquire_op : pg_op_base<pg_acquire_op, pg_mutex_core, void(error_code, pg_lease)> {
-    using pg_op_base::pg_op_base;
-    bool once = false;
-    owner_id owner{}; // of the current attempt; a new one after an unknown outcome
+struct pg_acquire_op : pg_op<pg_acquire_op, pg_mutex_core, void(error_code, pg_lease)> {
+    using pg_op::pg_op;
+    owner_id owner{}; // of the current attempt; a new one after each give-back
 };
 
 // What pg_xact_mutex shares with its transactions.
@@ -99,13 +104,19 @@ struct pg_xact_core {
     std::list<std::weak_ptr<pg_xact_op>> pending; // on the strand
 };
 
-// One locked transaction in progress.
-struct pg_xact_op : pg_op_base<pg_xact_op, pg_xact_core, void(error_code)> {
-    using pg_op_base::pg_op_base;
-    std::vector<pg_query> queries; // the caller's
+// One locked transaction in progress: a binding acquisition (its attempt is the transaction).
+struct pg_xact_op : pg_op<pg_xact_op, pg_xact_core, void(error_code)> {
+    using pg_op::pg_op;
+    clock::time_point deadline = clock::time_point::max(); // cuts each attempt's server wait
+    std::vector<pg_query> queries;                         // the caller's
     std::vector<pg_result>* results = nullptr;
-    bool cancelled = false; // while in flight: complete with the attempt's outcome, no retry
 };
+
+// What an acquisition through a pg_mutex with `opts` asks of the lock core, and what a locked
+// transaction does (a binding acquisition).
+acquire_params pg_acquire_params(const pg_mutex_options& opts, clock::time_point deadline,
+                                 bool once);
+acquire_params pg_xact_params(const pg_xact_options& opts, clock::time_point deadline);
 
 struct pg_lease_access {
     static pg_lease make(std::shared_ptr<pg_lease_state> s) { return pg_lease(std::move(s)); }
@@ -123,11 +134,14 @@ public:
 
     pg_connection_impl& conn() noexcept { return *conn_; }
 
-    // On the strand from here on.
+    // On the strand from here on. The acquisitions of pg_mutex and the locked transactions of
+    // pg_xact_mutex, each kind on its own lock core (their names are different locks).
     void start_acquire(std::shared_ptr<pg_acquire_op> op);
     void cancel_acquire(const std::shared_ptr<pg_acquire_op>& op);
-    // Completes `op` (removes it from its mutex's pending list and from the waiters).
-    void finish(pg_acquire_op& op, error_code ec, pg_lease l);
+    void start_xact(std::shared_ptr<pg_xact_op> op);
+    void cancel_xact(const std::shared_ptr<pg_xact_op>& op);
+    // An operation destroyed before it completed (the execution context shut down).
+    void forget(acquisition& a, bool xact) noexcept { (xact ? xacts_ : acquires_).forget(a); }
 
     // One share of the lease ended (the lease or a nested hold): with `h` (an explicit
     // release), completes it at once unless this was the last share, which releases the lock
@@ -140,14 +154,24 @@ public:
     // An owner-checked delete of an attempt that may have taken the lock (fire and forget).
     void undo(const std::string& name, const owner_id& owner);
 
-    // Locked transactions (pg_xact_mutex).
-    void start_xact(std::shared_ptr<pg_xact_op> op);
-    void cancel_xact(const std::shared_ptr<pg_xact_op>& op);
-
 private:
-    boost::asio::awaitable<void> acquire_loop(std::shared_ptr<pg_acquire_op> op);
-    boost::asio::awaitable<void> xact_loop(std::shared_ptr<pg_xact_op> op);
-    void finish_xact(pg_xact_op& op, error_code ec);
+    // Runs `event(core, now, out)` on `core`, then performs the actions it asked for.
+    template <class Op, class Event>
+    void run(lock_core& core, Event event);
+    template <class Op>
+    void perform(const lock_actions& actions);
+    template <class Op>
+    void arm(Op& op, clock::time_point at);
+    void on_timer(pg_acquire_op& op);
+    void on_timer(pg_xact_op& op);
+    void send_attempt(pg_acquire_op& op);
+    void send_attempt(pg_xact_op& op);
+    void on_attempt_reply(pg_acquire_op& op, error_code ec, std::vector<pg_result>& results);
+    void on_attempt_reply(pg_xact_op& op, error_code ec, std::vector<pg_result>& results);
+    void complete(pg_acquire_op& op, error_code ec, bool granted);
+    void complete(pg_xact_op& op, error_code ec, bool granted);
+    void wake(lock_core& core, const std::string& name);
+    void wake_all(lock_core& core);
     void on_xact_notice(const std::string& name);
     std::shared_ptr<pg_listener_state> listen_to(std::string_view channel,
                                                  void (pg_lock_service::*on)(const std::string&));
@@ -167,11 +191,10 @@ private:
     lease_table::plan plan_;
     boost::asio::steady_timer watchdog_;
     std::unordered_map<lease_watch*, std::shared_ptr<pg_lease_state>> held_;
-    std::multimap<std::string, std::weak_ptr<pg_acquire_op>> waiting_;
-    std::multimap<std::string, std::weak_ptr<pg_xact_op>> xact_waiting_;
+    lock_core acquires_;
+    lock_core xacts_;
     std::shared_ptr<pg_listener_state> listener_;
     std::shared_ptr<pg_listener_state> xact_listener_;
-    std::minstd_rand rng_;
 };
 
 // What pg_mutex and pg_xact_mutex share around their operations (`Op`: pg_acquire_op or
@@ -214,6 +237,11 @@ void cancel_on_signal(Slot slot, const std::shared_ptr<pg_lock_service>& svc,
                 ((*svc).*cancel)(op);
         });
     });
+}
+
+template <class Self, class Core, class Signature>
+pg_op<Self, Core, Signature>::~pg_op() {
+    core->service->forget(*this, std::is_same_v<Self, pg_xact_op>);
 }
 
 } // namespace corolock::detail
