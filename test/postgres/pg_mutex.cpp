@@ -712,6 +712,70 @@ BOOST_FIXTURE_TEST_CASE(the_next_session_ends_a_frozen_backend_before_the_undo, 
     }());
 }
 
+// A bounded wait ends at its deadline though the server does not answer: `server_timeout`, since
+// nothing was answered after the attempt went out. The grant that the frozen attempt makes once
+// the server thaws is given back (owner-checked), so the name is free again.
+BOOST_FIXTURE_TEST_CASE(a_bounded_wait_ends_at_its_deadline_on_a_silent_server, fixture) {
+    corolock::test::log_capture log;
+    corolock::pg_connection conn(ioc.get_executor(), config(),
+                                 log.make(corolock::logger::level::info));
+    conn.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex m(conn, "silent", lease_of(5s));
+        pg_result r;
+        co_await conn.async_query("SELECT 1", r); // connected, listening
+        srv.pause();
+        const auto asked = clock_type::now();
+        auto [ec, l] = co_await m.async_acquire_for(200ms, tuple_deferred);
+        const auto waited = clock_type::now() - asked;
+        srv.resume();
+        BOOST_TEST(ec == corolock::error::server_timeout, ec.message());
+        BOOST_TEST(!l.owns());
+        BOOST_TEST((waited < 250ms + 500ms)); // its deadline, not the server's silence
+        BOOST_TEST(co_await eventually([&] { return log.count("undid an attempt") == 1; }, 10s));
+        BOOST_TEST(rows_of("silent") == "0");
+        auto [e2, l2] = co_await m.async_acquire_for(10s, tuple_deferred);
+        BOOST_TEST(!e2, e2.message());
+        BOOST_TEST(l2.owns());
+        if (l2.owns())
+            co_await l2.async_release();
+        conn.cancel();
+    }());
+}
+
+// The waiters of one name on one connection queue in arrival order: each release grants the
+// next of them.
+BOOST_FIXTURE_TEST_CASE(local_waiters_are_granted_in_arrival_order, fixture) {
+    corolock::pg_connection a(ioc.get_executor(), config(), quiet());
+    corolock::pg_connection b(ioc.get_executor(), config(), quiet());
+    a.async_run(asio::detached);
+    b.async_run(asio::detached);
+    run([&]() -> awaitable<void> {
+        mutex ma(a, "fifo", lease_of(10s)), mb(b, "fifo", lease_of(10s));
+        auto held = co_await ma.async_acquire();
+        std::vector<int> order;
+        for (int i = 0; i < 5; ++i) {
+            asio::co_spawn(
+                ioc,
+                [&, i]() -> awaitable<void> {
+                    auto [ec, l] = co_await mb.async_acquire_for(20s, tuple_deferred);
+                    BOOST_TEST(!ec, ec.message());
+                    order.push_back(i);
+                    if (l.owns())
+                        co_await l.async_release();
+                },
+                asio::detached);
+            co_await sleep_for(100ms); // refused and queued before the next one asks
+        }
+        co_await held.async_release();
+        BOOST_TEST(co_await eventually([&] { return order.size() == 5; }, 10s));
+        BOOST_TEST((order == std::vector<int>{0, 1, 2, 3, 4}));
+        BOOST_TEST(rows_of("fifo") == "0");
+        a.cancel();
+        b.cancel();
+    }());
+}
+
 // Nested holds: the lease's release sends nothing while a hold lives; the last hold releases.
 BOOST_FIXTURE_TEST_CASE(nested_holds_release_with_the_last, fixture) {
     corolock::pg_connection conn(ioc.get_executor(), config(), quiet());
