@@ -53,10 +53,6 @@ const mutex_options& fair_mutex::options() const noexcept {
     return core_->spec->opts;
 }
 
-clock::time_point fair_mutex::deadline_for(duration wait) noexcept {
-    return wait < duration::zero() ? clock::time_point::min() : detail::deadline_in(wait);
-}
-
 void fair_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     detail::start_acquire(core_, deadline, once, std::move(h));
 }

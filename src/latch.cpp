@@ -50,13 +50,6 @@ const latch_options& latch::options() const noexcept {
     return impl_->opts;
 }
 
-latch::clock::time_point latch::deadline_in(duration wait) noexcept {
-    const auto now = clock::now();
-    if (wait < duration::zero())
-        return now;
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
-}
-
 void latch::create_impl(std::uint64_t target,
                         asio::any_completion_handler<void(error_code, latch_round)> h) {
     const auto& im = *impl_;

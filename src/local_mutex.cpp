@@ -2,6 +2,7 @@
 // The in-process backend. Every decision is taken at a call (acquire, release, extend, cancel,
 // force_unlock) or at an instant of the manual clock inside local_backend::advance; completions
 // are posted, so no user code runs inside this file's state changes.
+#include "core/exec_cancel.hpp"
 #include "core/handler_list.hpp"
 #include <corolock/local_mutex.hpp>
 
@@ -39,11 +40,6 @@ void post_completion(const asio::any_io_executor& fallback, Handler h, Args... a
                asio::bind_executor(ex, [h = std::move(h), ... args = std::move(args)]() mutable {
                    std::move(h)(std::move(args)...);
                }));
-}
-
-bool cancels(asio::cancellation_type t) {
-    return (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                 asio::cancellation_type::total)) != asio::cancellation_type::none;
 }
 
 struct local_waiter {
@@ -342,7 +338,7 @@ void local_lease::wait_lost_impl(std::shared_ptr<detail::local_grant> g, handler
     if (slot.is_connected()) {
         slot.assign([w = std::weak_ptr<detail::local_grant>(g), id](asio::cancellation_type t) {
             auto g = w.lock();
-            if (!g || !detail::cancels(t))
+            if (!g || !detail::cancels_wait(t))
                 return;
             auto h = g->lost_waits.take(id);
             if (!h)
@@ -483,7 +479,7 @@ void local_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_ha
     if (slot.is_connected()) {
         slot.assign([c = std::weak_ptr<detail::local_core>(core_), name = name_,
                      id = w.id](asio::cancellation_type t) {
-            if (auto core = c.lock(); core && detail::cancels(t))
+            if (auto core = c.lock(); core && detail::cancels_wait(t))
                 core->cancel_waiter(name, id);
         });
     }

@@ -179,11 +179,6 @@ const mutex_options& multi_lock::options() const noexcept {
     return core_->opts;
 }
 
-clock::time_point multi_lock::deadline_in(duration wait) noexcept {
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
-}
-
 void multi_lock::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     auto ec = core_->invalid;
     if (!ec && deadline == clock::time_point::min())

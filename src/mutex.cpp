@@ -71,10 +71,6 @@ const mutex_options& mutex::options() const noexcept {
     return core_->spec->opts;
 }
 
-clock::time_point mutex::deadline_in(duration wait) noexcept {
-    return detail::deadline_in(wait);
-}
-
 void mutex::acquire_impl(clock::time_point deadline, bool once, duration lease_override,
                          acquire_handler h) {
     detail::start_acquire(core_, deadline, once, std::move(h), 0, lease_override);

@@ -101,11 +101,6 @@ redlock_stats redlock::stats() const noexcept {
             c.extensions.load(r), c.leases_lost.load(r),      c.releases_sent.load(r)};
 }
 
-redlock::clock::time_point redlock::deadline_in(duration wait) noexcept {
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
-}
-
 void redlock::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     const auto& spec = *core_->spec;
     auto ec = spec.invalid;

@@ -68,10 +68,6 @@ const mutex_options& semaphore::options() const noexcept {
     return core_->spec().opts;
 }
 
-clock::time_point semaphore::deadline_in(duration wait) noexcept {
-    return detail::deadline_in(wait);
-}
-
 void semaphore::acquire_impl(std::size_t permits, clock::time_point deadline, bool once,
                              acquire_handler h) {
     const auto& spec = core_->spec();

@@ -69,10 +69,6 @@ const mutex_options& shared_mutex::options() const noexcept {
     return core_->writer->spec->opts;
 }
 
-clock::time_point shared_mutex::deadline_for(duration wait) noexcept {
-    return wait < duration::zero() ? clock::time_point::min() : detail::deadline_in(wait);
-}
-
 void shared_mutex::acquire_impl(bool exclusive, clock::time_point deadline, bool once,
                                 acquire_handler h) {
     detail::start_acquire(exclusive ? core_->writer : core_->reader, deadline, once, std::move(h));

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_FAIR_MUTEX_HPP
 #define COROLOCK_FAIR_MUTEX_HPP
 
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
@@ -92,7 +93,7 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(deadline_for(wait), false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
     }
 
     /// One attempt, no place in the line: it succeeds only when the lock is free and nobody
@@ -124,7 +125,6 @@ private:
             },
             token, this, deadline, once);
     }
-    static clock::time_point deadline_for(duration wait) noexcept;
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::mutex_core> core_;

@@ -3,6 +3,7 @@
 #define COROLOCK_LATCH_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 
@@ -11,6 +12,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/deferred.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -184,7 +186,8 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_for(duration wait, CompletionToken&& token = {}) {
-        return async_wait_until(deadline_in(wait), std::forward<CompletionToken>(token));
+        return async_wait_until(detail::deadline_of(std::max(wait, duration::zero())),
+                                std::forward<CompletionToken>(token));
     }
 
     /// As async_wait, but gives up at `deadline`.
@@ -208,7 +211,6 @@ public:
     void cancel();
 
 private:
-    static clock::time_point deadline_in(duration wait) noexcept;
     void create_impl(std::uint64_t target,
                      boost::asio::any_completion_handler<void(error_code, latch_round)> h);
     void count_down_impl(std::string id, std::uint64_t generation,

@@ -3,6 +3,7 @@
 #define COROLOCK_MULTI_LOCK_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
@@ -193,8 +194,7 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
-                        false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire, but gives up at `deadline`, releasing every name taken so far.
@@ -243,7 +243,6 @@ private:
             },
             token, this, deadline, once);
     }
-    static clock::time_point deadline_in(duration wait) noexcept;
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::multi_core> core_;

@@ -4,6 +4,7 @@
 
 #include <corolock/capabilities.hpp>
 #include <corolock/connection.hpp>
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
@@ -187,8 +188,7 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
-                        false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire, but gives up at `deadline`.
@@ -238,8 +238,8 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_with(const acquire_options& o, CompletionToken&& token = {}) {
-        return initiate(o.wait < duration::zero() ? clock::time_point::min() : deadline_in(o.wait),
-                        false, std::forward<CompletionToken>(token), o.lease);
+        return initiate(detail::deadline_of(o.wait), false, std::forward<CompletionToken>(token),
+                        o.lease);
     }
 
     /// Cancels every pending acquire of this mutex (`operation_aborted`). Leases are untouched.
@@ -289,7 +289,6 @@ private:
             },
             token, this, deadline, once, lease_override);
     }
-    static clock::time_point deadline_in(duration wait) noexcept;
     void acquire_impl(clock::time_point deadline, bool once, duration lease_override,
                       acquire_handler h);
     void ttl_impl(boost::asio::any_completion_handler<void(error_code, std::int64_t)> h);

@@ -4,6 +4,7 @@
 
 #include <corolock/capabilities.hpp>
 #include <corolock/connection.hpp>
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
@@ -243,8 +244,7 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
-                        false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire_for, with a deadline.
@@ -289,7 +289,6 @@ private:
             },
             token, this, deadline, once);
     }
-    static clock::time_point deadline_in(duration wait) noexcept;
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::redlock_core> core_;

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_SEMAPHORE_HPP
 #define COROLOCK_SEMAPHORE_HPP
 
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
@@ -112,9 +113,8 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, std::size_t permits = 1, CompletionToken&& token = {}) {
-        return initiate(permits,
-                        wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
-                        false, std::forward<CompletionToken>(token));
+        return initiate(permits, detail::deadline_of(wait), false,
+                        std::forward<CompletionToken>(token));
     }
 
     /// One attempt, no waiting for permits; the reply is waited for at most
@@ -186,7 +186,6 @@ private:
                bool once) { self->acquire_impl(permits, deadline, once, std::move(handler)); },
             token, this, permits, deadline, once);
     }
-    static clock::time_point deadline_in(duration wait) noexcept;
     void acquire_impl(std::size_t permits, clock::time_point deadline, bool once,
                       acquire_handler h);
     void usage_impl(boost::asio::any_completion_handler<void(error_code, semaphore_usage)> h);

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_SHARED_MUTEX_HPP
 #define COROLOCK_SHARED_MUTEX_HPP
 
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
@@ -96,7 +97,8 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(true, deadline_for(wait), false, std::forward<CompletionToken>(token));
+        return initiate(true, detail::deadline_of(wait), false,
+                        std::forward<CompletionToken>(token));
     }
 
     /// One attempt as the writer, no waiting, and no intent left behind.
@@ -137,7 +139,8 @@ public:
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_shared_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(false, deadline_for(wait), false, std::forward<CompletionToken>(token));
+        return initiate(false, detail::deadline_of(wait), false,
+                        std::forward<CompletionToken>(token));
     }
 
     /// One attempt as a reader, no waiting.
@@ -212,7 +215,6 @@ private:
                bool once) { self->acquire_impl(exclusive, deadline, once, std::move(handler)); },
             token, this, exclusive, deadline, once);
     }
-    static clock::time_point deadline_for(duration wait) noexcept;
     void acquire_impl(bool exclusive, clock::time_point deadline, bool once, acquire_handler h);
     void convert_impl(const lease& from, bool downgrade, acquire_handler h);
 

@@ -11,6 +11,14 @@ namespace corolock::detail {
 // True when a cancellation of type `t` also cancels a request that is already written.
 bool cancels_written(boost::asio::cancellation_type t);
 
+// Whether a cancellation of type `t` stops an acquisition that waits: every kind does (terminal,
+// partial and total), since giving up a wait leaves nothing behind (a grant that arrives after
+// it is given back).
+inline bool cancels_wait(boost::asio::cancellation_type t) {
+    using ct = boost::asio::cancellation_type;
+    return (t & (ct::terminal | ct::partial | ct::total)) != ct::none;
+}
+
 } // namespace corolock::detail
 
 #endif

@@ -4,6 +4,7 @@
 #include "core/lock_scripts.hpp"
 #include "io/deliver.hpp"
 #include "io/rearm.hpp"
+#include <corolock/detail/deadline.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
@@ -148,11 +149,6 @@ void acquire_op::complete(error_code ec, bool granted) {
     unlist();
 }
 
-clock::time_point deadline_in(clock::duration wait) noexcept {
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
-}
-
 void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point deadline, bool once,
                    acquire_op::handler_type h, std::size_t units, clock::duration lease_override) {
     namespace asio = boost::asio;
@@ -184,7 +180,7 @@ void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point de
     // outcome depend on whether the reply or the timer is seen first.
     const bool no_wait = !once && deadline <= clock::now();
     acquire_params p;
-    p.deadline = once || no_wait ? deadline_in(spec.opts.try_timeout) : deadline;
+    p.deadline = once || no_wait ? deadline_of(spec.opts.try_timeout) : deadline;
     p.once = once || no_wait;
     p.held_is_timeout = no_wait;
     p.lease = spec.opts.lease;

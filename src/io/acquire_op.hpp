@@ -73,9 +73,6 @@ void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point de
                    acquire_op::handler_type h, std::size_t units = 0,
                    clock::duration lease_override = clock::duration::zero());
 
-// The time `wait` from now; a huge wait is time_point::max().
-clock::time_point deadline_in(clock::duration wait) noexcept;
-
 } // namespace corolock::detail
 
 #endif

@@ -4,6 +4,7 @@
 #include "io/cluster_impl.hpp"
 
 #include "io/exec.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -26,8 +27,6 @@ using asio::awaitable;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 
 // Refreshes triggered by MOVED come at most this often; the MOVED itself patches the slot at
 // once, so a burst of them costs one CLUSTER SHARDS (hiredis-cluster throttles the same way).

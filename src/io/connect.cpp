@@ -3,6 +3,7 @@
 // HELLO, AUTH, SETNAME, SELECT and, with Sentinel, ROLE, in one write.
 #include "core/handshake_reply.hpp"
 #include "io/connection_impl.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -13,12 +14,6 @@ namespace corolock::detail {
 namespace asio = boost::asio;
 using asio::awaitable;
 using namespace asio::experimental::awaitable_operators;
-
-namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-
-} // namespace
 
 awaitable<error_code> connection_impl::connect_once() {
     // With Sentinel, every attempt asks where the master is now (never a cached address).

@@ -2,6 +2,7 @@
 // The health check: a PING every interval; an interval with no byte and no reply is a stall.
 #include "io/connection_impl.hpp"
 #include "io/exec.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
@@ -15,12 +16,6 @@ namespace corolock::detail {
 namespace asio = boost::asio;
 using asio::awaitable;
 using namespace asio::experimental::awaitable_operators;
-
-namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-
-} // namespace
 
 awaitable<error_code> connection_impl::health_check() {
     asio::steady_timer timer(strand_);

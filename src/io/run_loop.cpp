@@ -2,6 +2,7 @@
 // async_run: connect, serve (reader || writer || health check), tear down, back off, again;
 // and the reaper that fails requests waiting too long for a connection.
 #include "io/connection_impl.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -19,12 +20,6 @@ namespace corolock::detail {
 namespace asio = boost::asio;
 using asio::awaitable;
 using namespace asio::experimental::awaitable_operators;
-
-namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-
-} // namespace
 
 void connection_impl::start_run(asio::any_completion_handler<void(error_code)> handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);

@@ -3,6 +3,7 @@
 // side subscriptions to +switch-master and the failover announcements. Every decision is in
 // core/sentinel_resolve.
 #include "io/connection_impl.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -18,8 +19,6 @@ using asio::awaitable;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 
 // Most nodes kept from one Sentinel reply: a SENTINEL SENTINELS reply has ~30 per Sentinel.
 constexpr std::size_t max_sentinel_nodes = 64 * 1024;

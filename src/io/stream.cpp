@@ -2,6 +2,8 @@
 // TCP, TLS over TCP (the certificate checked against the host) and unix sockets.
 #include "io/stream.hpp"
 
+#include "io/nothrow.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -14,12 +16,6 @@ namespace corolock::detail {
 
 namespace asio = boost::asio;
 using asio::awaitable;
-
-namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-
-} // namespace
 
 awaitable<stream::io_result> stream::read_some(asio::mutable_buffer b) {
     if (auto* s = std::get_if<tcp_socket>(&s_))

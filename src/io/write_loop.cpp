@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The writer: every waiting request goes out in one write, then it sleeps until woken.
 #include "io/connection_impl.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -10,12 +11,6 @@ namespace corolock::detail {
 
 namespace asio = boost::asio;
 using asio::awaitable;
-
-namespace {
-
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-
-} // namespace
 
 void connection_impl::notify_writer() {
     // No write under way and the multiplexer says now (multiplexer::write_at_once): a lone

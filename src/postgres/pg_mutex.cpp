@@ -180,10 +180,6 @@ const pg_mutex_options& pg_mutex::options() const noexcept {
     return core_->opts;
 }
 
-pg_mutex::clock::time_point pg_mutex::deadline_in(duration wait) noexcept {
-    return detail::deadline_after(wait);
-}
-
 void pg_mutex::cancel() {
     detail::cancel_pending(core_, &pg_lock_service::cancel_acquire);
 }

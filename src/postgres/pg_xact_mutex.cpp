@@ -41,10 +41,6 @@ std::int64_t pg_xact_mutex::key() const noexcept {
     return core_->key;
 }
 
-pg_xact_mutex::clock::time_point pg_xact_mutex::deadline_in(duration wait) noexcept {
-    return detail::deadline_after(wait);
-}
-
 void pg_xact_mutex::cancel() {
     detail::cancel_pending(core_, &pg_lock_service::cancel_xact);
 }

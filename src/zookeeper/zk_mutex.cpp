@@ -185,10 +185,6 @@ void zk_mutex::cancel() {
     detail::cancel_zk_acquires(session_, id_);
 }
 
-zk_mutex::clock::time_point zk_mutex::deadline_in(duration wait) noexcept {
-    return detail::zk_deadline_in(wait);
-}
-
 void zk_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     detail::start_zk_acquire(session_, {path_, detail::zk_node_kind::lock, deadline, once, 0, id_},
                              std::move(h));
@@ -209,10 +205,6 @@ zk_shared_mutex::executor_type zk_shared_mutex::get_executor() const noexcept {
 
 void zk_shared_mutex::cancel() {
     detail::cancel_zk_acquires(session_, id_);
-}
-
-zk_shared_mutex::clock::time_point zk_shared_mutex::detail_deadline_in(duration wait) noexcept {
-    return detail::zk_deadline_in(wait);
 }
 
 void zk_shared_mutex::acquire_impl(bool write, clock::time_point deadline, bool once,

@@ -473,9 +473,8 @@ acquire_params binding(clock_type::time_point deadline = never) {
 }
 
 attempt_reply concluded(error_code ec) {
-    attempt_reply r;
+    auto r = failed(ec);
     r.what = attempt_reply::kind::concluded;
-    r.ec = ec;
     return r;
 }
 

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_POSTGRES_XACT_MUTEX_HPP
 #define COROLOCK_POSTGRES_XACT_MUTEX_HPP
 
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/postgres/config.hpp>
@@ -111,8 +112,8 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_transact_for(duration wait, std::span<const pg_query_view> queries,
                             std::vector<pg_result>& results, CompletionToken&& token = {}) {
-        return initiate(wait < duration::zero() ? clock::time_point::min() : deadline_in(wait),
-                        queries, results, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_of(wait), queries, results,
+                        std::forward<CompletionToken>(token));
     }
 
     /// Cancels every pending transaction of this mutex, as a terminal cancellation of each.
@@ -131,7 +132,6 @@ private:
             },
             token, this, deadline, queries, &results);
     }
-    static clock::time_point deadline_in(duration wait) noexcept;
     void transact_impl(clock::time_point deadline, std::span<const pg_query_view> queries,
                        std::vector<pg_result>& results, handler_type h);
 

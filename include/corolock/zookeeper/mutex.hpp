@@ -3,6 +3,7 @@
 #define COROLOCK_ZOOKEEPER_MUTEX_HPP
 
 #include <corolock/capabilities.hpp>
+#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
@@ -274,7 +275,7 @@ public:
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(deadline_in(wait), false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire, but gives up at `deadline`.
@@ -320,7 +321,6 @@ private:
             },
             token, this, deadline, once);
     }
-    static clock::time_point deadline_in(duration wait) noexcept;
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::zk_session> session_;

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_ZOOKEEPER_SHARED_MUTEX_HPP
 #define COROLOCK_ZOOKEEPER_SHARED_MUTEX_HPP
 
+#include <corolock/detail/deadline.hpp>
 #include <corolock/zookeeper/mutex.hpp>
 
 // The ZooKeeper read-write lock (doc/zookeeper.md): the same recipe as zk_mutex, with two kinds
@@ -64,7 +65,7 @@ public:
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(true, detail_deadline_in(wait), false,
+        return initiate(true, detail::deadline_of(wait), false,
                         std::forward<CompletionToken>(token));
     }
 
@@ -105,7 +106,7 @@ public:
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_acquire_shared_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(false, detail_deadline_in(wait), false,
+        return initiate(false, detail::deadline_of(wait), false,
                         std::forward<CompletionToken>(token));
     }
 
@@ -136,7 +137,6 @@ private:
                bool once) { self->acquire_impl(write, deadline, once, std::move(handler)); },
             token, this, write, deadline, once);
     }
-    static clock::time_point detail_deadline_in(duration wait) noexcept;
     void acquire_impl(bool write, clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::zk_session> session_;

@@ -200,15 +200,6 @@ private:
 // What pg_mutex and pg_xact_mutex share around their operations (`Op`: pg_acquire_op or
 // pg_xact_op, listed in their core's `pending`).
 
-// `wait` from now, saturated at time_point::max().
-inline std::chrono::steady_clock::time_point
-deadline_after(std::chrono::steady_clock::duration wait) noexcept {
-    const auto now = std::chrono::steady_clock::now();
-    return wait >= std::chrono::steady_clock::time_point::max() - now
-               ? std::chrono::steady_clock::time_point::max()
-               : now + wait;
-}
-
 // Cancels, on the strand, every operation still pending on `core` with `cancel`.
 template <class Op, class Core>
 void cancel_pending(const std::shared_ptr<Core>& core,

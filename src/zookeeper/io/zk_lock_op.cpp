@@ -4,11 +4,13 @@
 // feeds the replies back.
 #include "zookeeper/io/zk_lock_op.hpp"
 
+#include "core/exec_cancel.hpp"
 #include "io/deliver.hpp"
 #include "io/owner_id.hpp"
 #include "zookeeper/core/zk_acquire_fsm.hpp"
 #include "zookeeper/core/zk_lock_recipe.hpp"
 #include "zookeeper/io/zk_grant.hpp"
+#include <corolock/detail/deadline.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -129,11 +131,6 @@ zk_rc classify(int rc) noexcept {
     if (zk_session_gone(rc))
         return zk_rc::session_gone;
     return zk_rc::other;
-}
-
-bool cancels(asio::cancellation_type t) {
-    return (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial |
-                 asio::cancellation_type::total)) != asio::cancellation_type::none;
 }
 
 // One request's reply, as the acquisition waits for it. An acquisition that stops waiting
@@ -418,13 +415,6 @@ void cancel_zk_acquires(const std::shared_ptr<zk_session>& s, std::uint64_t mute
     asio::post(s->strand(), [s, mutex_id] { s->cancel_ops(mutex_id); });
 }
 
-clock::time_point zk_deadline_in(clock::duration wait) {
-    if (wait < clock::duration::zero())
-        return clock::time_point::min();
-    const auto now = clock::now();
-    return wait >= clock::time_point::max() - now ? clock::time_point::max() : now + wait;
-}
-
 void start_zk_acquire(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acquire_handler h) {
     if (const auto problem = zk_path_problem(req.path); !problem.empty()) {
         // The error's text covers every backend: the log says what is wrong with this path.
@@ -443,14 +433,14 @@ void start_zk_acquire(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acq
         req.zero_wait = true;
     }
     if (req.once)
-        req.deadline = zk_deadline_in(s->config().session_timeout);
+        req.deadline = deadline_of(s->config().session_timeout);
     req.op_id = s->next_id();
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<zk_acquire_op>(s, std::move(req), std::move(h));
     if (slot.is_connected()) {
         slot.assign([w = std::weak_ptr<zk_acquire_op>(op)](asio::cancellation_type t) {
             auto op = w.lock();
-            if (!op || !cancels(t))
+            if (!op || !cancels_wait(t))
                 return;
             asio::post(op->session->strand(), [op] {
                 if (!op->done)

@@ -36,9 +36,6 @@ void start_zk_acquire(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acq
 // Any thread: cancels the acquisitions of the mutex `mutex_id` (on the strand).
 void cancel_zk_acquires(const std::shared_ptr<zk_session>& s, std::uint64_t mutex_id);
 
-// now + wait, saturated; time_point::min() (invalid_wait) for a negative wait.
-std::chrono::steady_clock::time_point zk_deadline_in(std::chrono::steady_clock::duration wait);
-
 } // namespace corolock::detail
 
 #endif
