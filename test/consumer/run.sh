@@ -11,7 +11,7 @@
 #   4. add_subdirectory (static, no build type: the parent's cache must stay empty, and the
 #      parent's install must not install corolock);
 #   5. FetchContent from a tarball of the checkout (shared, MinSizeRel);
-#   6. the HTTP example (example/http_flash_sale) configured and built on its own against the
+#   6. the HTTP example (example/tier3/http_flash_sale) configured and built on its own against the
 #      static prefix, as a user would copy it, and asked for its health against the server.
 # Usage: test/consumer/run.sh (JOBS, CXX, TMPDIR and COROLOCK_STATIC_BUILD are honoured). Exits non-zero on a failure.
 set -euo pipefail
@@ -204,7 +204,7 @@ ldd "$work/fetchcontent/consumer" | grep "libcorolock\.so\.[0-9]" >/dev/null ||
     fail "the FetchContent consumer is not linked to the shared library"
 
 log "the HTTP example, standalone, against the static install"
-cmake -S example/http_flash_sale -B "$work/http" -DCMAKE_CXX_COMPILER="$cxx" \
+cmake -S example/tier3/http_flash_sale -B "$work/http" -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_PREFIX_PATH="$work/static" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
 cmake --build "$work/http" -j"$jobs"

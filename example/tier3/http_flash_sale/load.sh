@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load test of the HTTP flash-sale server, checked in Redis afterwards.
 #
-#   example/http_flash_sale/load.sh [--short | --long] [SERVER_BINARY]
+#   example/tier3/http_flash_sale/load.sh [--short | --long] [SERVER_BINARY]
 #
 # First starts the server against a Redis port where nothing listens: /healthz and an order
 # must get 503 ("not_sold" for the order) and the server must stop cleanly. Then starts a throw-away redis-server on a free
@@ -20,8 +20,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-# shellcheck source-path=SCRIPTDIR source=../../tools/common.sh
+root=$(cd "$here/../../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../../../tools/common.sh
 source "$root/tools/common.sh"
 
 mode=short
@@ -29,7 +29,7 @@ if [[ ${1:-} == --short || ${1:-} == --long ]]; then
     mode=${1#--}
     shift
 fi
-server_binary=${1:-$root/build/example/http_flash_sale/corolock_http_flash_sale}
+server_binary=${1:-$root/build/example/tier3/http_flash_sale/corolock_http_flash_sale}
 
 for tool in wrk curl redis-server redis-cli; do
     if ! command -v "$tool" >/dev/null 2>&1; then
