@@ -53,6 +53,12 @@ acquire_action acquire_fsm::on_cancel() {
     return stop_with(boost::asio::error::operation_aborted);
 }
 
+acquire_action acquire_fsm::on_stop() {
+    if (p_.binding && state_ == state::attempting)
+        return {};
+    return stop_with(error::not_connected);
+}
+
 acquire_action acquire_fsm::wait(clock::time_point now, clock::duration holder_ttl, bool head,
                                  bool woken, std::minstd_rand& rng, acquire_action a) {
     if (cancel_kept_)
@@ -127,6 +133,8 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
         return wait(now, clock::duration::zero(), head, woken, rng, a);
     case kind::held:
         seen_held_ = true;
+        if (cancel_kept_) // cancelled while it was out: nothing of it ran
+            return finish(boost::asio::error::operation_aborted);
         if (p_.once)
             return finish(p_.held_is_timeout ? error_code(error::acquire_timeout) : error_code());
         return wait(now, r.holder_ttl, head, woken, rng);

@@ -100,8 +100,9 @@ public:
     // Cancelled by the caller (or the mutex handle went away). A binding attempt on the wire
     // is waited for: the cancel is kept until it comes back.
     acquire_action on_cancel();
-    // The connection stopped for good.
-    acquire_action on_stop() { return stop_with(error::not_connected); }
+    // The connection stopped for good. A binding attempt on the wire is waited for: its reply
+    // (failed with the connection) says what is known of its outcome.
+    acquire_action on_stop();
 
     state current() const noexcept { return state_; }
     bool queued() const noexcept { return queued_; }

@@ -194,8 +194,8 @@ void pg_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handl
         return detail::deliver(std::move(h), svc->conn().get_executor(), ec, pg_lease{});
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<detail::pg_acquire_op>(
-        core_, detail::pg_acquire_params(core_->opts, deadline, once), std::move(h),
-        svc->conn().strand());
+        core_, detail::pg_sql::acquire_params_of(core_->opts, deadline, once, clock::now()),
+        std::move(h), svc->conn().strand());
     detail::cancel_on_signal(slot, svc, op, &pg_lock_service::cancel_acquire);
     asio::dispatch(svc->conn().strand(), [svc, op] { svc->start_acquire(op); });
 }

@@ -71,7 +71,8 @@ void pg_xact_mutex::transact_impl(clock::time_point deadline,
         return detail::deliver(std::move(h), svc->conn().get_executor(), ec);
     auto slot = asio::get_associated_cancellation_slot(h);
     auto op = std::make_shared<detail::pg_xact_op>(
-        core_, detail::pg_xact_params(core_->opts, deadline), std::move(h), svc->conn().strand());
+        core_, detail::pg_sql::xact_params_of(core_->opts, deadline, clock::now()), std::move(h),
+        svc->conn().strand());
     op->deadline = deadline;
     op->queries = std::move(qs);
     op->results = &results;

@@ -525,6 +525,19 @@ BOOST_FIXTURE_TEST_CASE(a_cancel_waits_for_the_binding_attempt_on_the_wire, fixt
     }
 }
 
+BOOST_FIXTURE_TEST_CASE(a_stopped_connection_waits_for_the_binding_attempt_on_the_wire, fixture) {
+    acquire_fsm f(binding());
+    f.start(t0, false);
+    BOOST_TEST(nothing(f.on_stop())); // its failed reply will say what is known
+    const auto a = f.on_reply(t0 + 1ms, concluded(error::connection_lost), true, false, rng);
+    BOOST_TEST(completes(a, error::connection_lost), a);
+    acquire_fsm g(binding());
+    g.start(t0, false);
+    g.on_reply(t0 + 1ms, held(), true, false, rng);
+    g.on_reply(t0 + 2ms, held(), true, false, rng); // waiting: nothing on the wire
+    BOOST_TEST(completes(g.on_stop(), error::not_connected));
+}
+
 BOOST_FIXTURE_TEST_CASE(a_concluded_attempt_is_never_sent_again, fixture) {
     acquire_fsm f(binding());
     f.start(t0, false);

@@ -107,7 +107,9 @@ public:
     /// Cancellation: as async_transact.
     /// Errors: as async_transact, plus `invalid_wait` when `wait` is negative (before anything is
     /// sent) and `acquire_timeout` when the lock was still held by another transaction at the
-    /// deadline (nothing of `queries` ran). At least one attempt is made.
+    /// deadline (nothing of `queries` ran). A zero wait is one attempt; a longer wait that runs
+    /// out while earlier transactions of the same name on this connection still queue ahead of
+    /// it ends without an attempt of its own.
     /// Thread safety: any thread.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_transact_for(duration wait, std::span<const pg_query_view> queries,

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "postgres/core/pg_lock_sql.hpp"
 
+#include "core/lease_table.hpp"
 #include <corolock/postgres/config.hpp>
 
 #include <charconv>
@@ -247,6 +248,40 @@ error_code decode_acquire(std::size_t rows, std::optional<std::string_view> toke
         return error::unexpected_reply;
     out.holder_ms = *r;
     return {};
+}
+
+// What an acquisition through `opts` asks of the lock core. A wait already over when it begins
+// (a zero wait, a deadline past) is one attempt, as a try: the lock if it is free, else
+// `acquire_timeout` (racing the attempt against a deadline already past would make the outcome
+// depend on which is seen first). Its reply is waited for as long as the connection takes: the
+// connection's health check bounds a stalled server.
+acquire_params acquire_params_of(const pg_mutex_options& opts, clock::time_point deadline,
+                                 bool once, clock::time_point now) {
+    const bool no_wait = !once && deadline <= now;
+    acquire_params p;
+    p.deadline = once || no_wait ? clock::time_point::max() : deadline;
+    p.once = once || no_wait;
+    p.held_is_timeout = no_wait;
+    p.lease = opts.lease;
+    p.drift = drift_for(opts.lease);
+    p.retry_base = opts.retry_base;
+    p.retry_max = opts.retry_max;
+    return p;
+}
+
+acquire_params xact_params_of(const pg_xact_options& opts, clock::time_point deadline,
+                              clock::time_point now) {
+    // A wait already over when it begins is one attempt, as for a pg_mutex: not queued behind
+    // the connection's other transactions of the name, busy is acquire_timeout.
+    const bool no_wait = deadline <= now;
+    acquire_params p;
+    p.deadline = deadline;
+    p.once = no_wait;
+    p.held_is_timeout = no_wait;
+    p.binding = true;
+    p.retry_base = opts.retry_base;
+    p.retry_max = opts.retry_max;
+    return p;
 }
 
 } // namespace corolock::detail::pg_sql

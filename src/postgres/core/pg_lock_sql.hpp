@@ -2,6 +2,7 @@
 #ifndef COROLOCK_SRC_CORE_PG_LOCK_SQL_HPP
 #define COROLOCK_SRC_CORE_PG_LOCK_SQL_HPP
 
+#include "core/acquire_fsm.hpp"
 #include <corolock/error.hpp>
 
 #include <chrono>
@@ -111,6 +112,13 @@ struct acquire_reply {
 // nullopt). unexpected_reply when the row makes no sense.
 error_code decode_acquire(std::size_t rows, std::optional<std::string_view> token,
                           std::optional<std::string_view> remaining, acquire_reply& out) noexcept;
+
+// What an acquisition through a pg_mutex with `opts` asks of the lock core (`once`: a try), and
+// what a locked transaction does (a binding acquisition), for a wait that ends at `deadline`.
+acquire_params acquire_params_of(const pg_mutex_options& opts, clock::time_point deadline,
+                                 bool once, clock::time_point now);
+acquire_params xact_params_of(const pg_xact_options& opts, clock::time_point deadline,
+                              clock::time_point now);
 
 } // namespace corolock::detail::pg_sql
 

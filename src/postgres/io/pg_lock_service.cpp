@@ -101,34 +101,6 @@ void pg_lock_service::ensure_listening() {
         listener_ = listen_to(pg_sql::release_channel, &pg_lock_service::on_release_notice);
 }
 
-// What an acquisition through `opts` asks of the lock core. A wait already over when it begins
-// (a zero wait, a deadline past) is one attempt, as a try: the lock if it is free, else
-// `acquire_timeout` (racing the attempt against a deadline already past would make the outcome
-// depend on which is seen first). Its reply is waited for as long as the connection takes: the
-// connection's health check bounds a stalled server.
-acquire_params pg_acquire_params(const pg_mutex_options& opts, clock::time_point deadline,
-                                 bool once) {
-    const bool no_wait = !once && deadline <= clock::now();
-    acquire_params p;
-    p.deadline = once || no_wait ? clock::time_point::max() : deadline;
-    p.once = once || no_wait;
-    p.held_is_timeout = no_wait;
-    p.lease = opts.lease;
-    p.drift = drift_for(opts.lease);
-    p.retry_base = opts.retry_base;
-    p.retry_max = opts.retry_max;
-    return p;
-}
-
-acquire_params pg_xact_params(const pg_xact_options& opts, clock::time_point deadline) {
-    acquire_params p;
-    p.deadline = deadline;
-    p.binding = true;
-    p.retry_base = opts.retry_base;
-    p.retry_max = opts.retry_max;
-    return p;
-}
-
 // ---- the lock cores' events, and their actions performed
 
 template <class Op, class Event>

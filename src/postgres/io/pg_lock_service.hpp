@@ -112,12 +112,6 @@ struct pg_xact_op : pg_op<pg_xact_op, pg_xact_core, void(error_code)> {
     std::vector<pg_result>* results = nullptr;
 };
 
-// What an acquisition through a pg_mutex with `opts` asks of the lock core, and what a locked
-// transaction does (a binding acquisition).
-acquire_params pg_acquire_params(const pg_mutex_options& opts, clock::time_point deadline,
-                                 bool once);
-acquire_params pg_xact_params(const pg_xact_options& opts, clock::time_point deadline);
-
 struct pg_lease_access {
     static pg_lease make(std::shared_ptr<pg_lease_state> s) { return pg_lease(std::move(s)); }
 };

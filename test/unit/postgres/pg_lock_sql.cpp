@@ -162,4 +162,33 @@ BOOST_AUTO_TEST_CASE(xact_outcomes) {
     BOOST_TEST((sql::decide_xact(error::readonly, "") == xact_outcome::failed));
 }
 
+// What each call asks of the lock core: a zero wait (or a deadline past) is one attempt that
+// reports a held lock as acquire_timeout, for a lease and for a locked transaction alike; a try
+// reports it as an empty success; a transaction's attempt is binding, a lease's is not.
+BOOST_AUTO_TEST_CASE(acquisition_parameters) {
+    using namespace std::chrono_literals;
+    using corolock::detail::pg_sql::acquire_params_of;
+    using corolock::detail::pg_sql::xact_params_of;
+    const auto now = std::chrono::steady_clock::time_point(1h);
+    const auto never = std::chrono::steady_clock::time_point::max();
+    corolock::pg_mutex_options m;
+    m.lease = 10s;
+    const auto wait = acquire_params_of(m, now + 1s, false, now);
+    BOOST_TEST(!wait.once);
+    BOOST_TEST((wait.deadline == now + 1s));
+    BOOST_TEST((wait.drift == 100ms + 2ms)); // the shared drift: 1 % + 2 ms
+    BOOST_TEST(!wait.binding);
+    const auto zero = acquire_params_of(m, now, false, now);
+    BOOST_TEST((zero.once && zero.held_is_timeout));
+    BOOST_TEST((zero.deadline == never)); // its one reply is waited for
+    const auto tried = acquire_params_of(m, never, true, now);
+    BOOST_TEST((tried.once && !tried.held_is_timeout));
+    corolock::pg_xact_options x;
+    const auto tx = xact_params_of(x, now + 1s, now);
+    BOOST_TEST((tx.binding && !tx.once));
+    BOOST_TEST((tx.retry_base == x.retry_base && tx.retry_max == x.retry_max));
+    const auto tx0 = xact_params_of(x, now - 1ms, now);
+    BOOST_TEST((tx0.binding && tx0.once && tx0.held_is_timeout));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -21,6 +21,8 @@
 //   - once all is quiet, every acquisition completed, no core has waiters or a subscription left
 //     and each name's counter equals its transactions' commits.
 #include "core/lock_core.hpp"
+#include "postgres/core/pg_lock_sql.hpp"
+#include <corolock/postgres/config.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
@@ -369,12 +371,15 @@ private:
     }
 
     void spawn() {
-        acquire_params p;
+        // The driver's own parameters (a zero wait is one attempt, never queued).
+        corolock::pg_xact_options opts;
+        opts.retry_base = 1ms;
+        opts.retry_max = 8ms;
         const int d = pick(3);
-        p.deadline = d == 0 ? never : d == 1 ? now_ - 1ms * pick(2) : now_ + 1ms * (1 + pick(20));
-        p.binding = true;
-        p.retry_base = 1ms;
-        p.retry_max = 8ms;
+        const auto deadline = d == 0   ? never
+                              : d == 1 ? now_ - 1ms * pick(2)
+                                       : now_ + 1ms * (1 + pick(20));
+        const auto p = corolock::detail::pg_sql::xact_params_of(opts, deadline, now_);
         const int proc = pick(processes);
         ops_.push_back(
             std::make_unique<xact>(p, static_cast<int>(ops_.size()) + 1, proc, pick(names_)));
