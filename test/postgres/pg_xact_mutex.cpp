@@ -220,7 +220,9 @@ BOOST_FIXTURE_TEST_CASE(the_deadline_bounds_the_wait, fixture) {
 // SELECT 1 sent 50 ms after the attempt cannot be answered before the server gave up the lock
 // wait (a lower bound, set by lock_timeout); with the default (2 ms) the figure is printed.
 BOOST_FIXTURE_TEST_CASE(a_waiting_attempt_stalls_its_connection_for_attempt_wait, fixture) {
-    corolock::test::pg_clients c(ioc, {holder_config(), config()});
+    // No health check on the waiter's connection either: its 300 ms interval would drop the
+    // connection that a 500 ms server-side wait blocks (two silent intervals on a loaded machine).
+    corolock::test::pg_clients c(ioc, {holder_config(), holder_config()});
     auto &a = c[0], &b = c[1];
     run([&]() -> awaitable<void> {
         pg_xact_mutex ma(a, "stall");
@@ -247,7 +249,8 @@ BOOST_FIXTURE_TEST_CASE(a_waiting_attempt_stalls_its_connection_for_attempt_wait
             co_await corolock::test::sleep_for(50ms); // the attempt is on the wire
             const auto sent = std::chrono::steady_clock::now();
             pg_result sr;
-            co_await b.async_query("SELECT 1", sr);
+            auto [qec] = co_await b.async_query("SELECT 1", sr, tuple_deferred);
+            BOOST_TEST(!qec, qec.message());
             const auto took = std::chrono::steady_clock::now() - sent;
             BOOST_TEST_MESSAGE(
                 "attempt_wait "
@@ -257,7 +260,8 @@ BOOST_FIXTURE_TEST_CASE(a_waiting_attempt_stalls_its_connection_for_attempt_wait
                 << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
             if (long_attempt)
                 BOOST_TEST((took >= 300ms), "the SELECT overtook the lock wait");
-            BOOST_TEST(co_await eventually([&] { return transact_done; }, 5s));
+            // Required: the transaction writes `r`, which this iteration owns.
+            BOOST_REQUIRE(co_await eventually([&] { return transact_done; }, 5s));
             BOOST_TEST(tec == error::acquire_timeout, tec.message());
         }
         BOOST_TEST(co_await eventually([&] { return h.done; }, 10s));

@@ -343,9 +343,8 @@ void pg_lock_service::on_attempt_reply(pg_xact_op& op, error_code ec,
                 // Held, then rolled back: no NOTIFY went out with a commit.
                 conn_->submit(make_statement(one_query(pg_sql::xact_notify, {c.name}),
                                              [](error_code, pg_statement&) {}));
-            if (op.handler)
-                op.results->assign(std::make_move_iterator(results.begin() + pg_sql::xact_prefix),
-                                   std::make_move_iterator(results.end() - 1));
+            op.answer.assign(std::make_move_iterator(results.begin() + pg_sql::xact_prefix),
+                             std::make_move_iterator(results.end() - 1));
         }
     }
     if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
@@ -356,8 +355,11 @@ void pg_lock_service::on_attempt_reply(pg_xact_op& op, error_code ec,
 }
 
 void pg_lock_service::complete(pg_xact_op& op, error_code ec, bool) {
-    if (op.handler)
-        deliver(unlist(op), conn_->get_executor(), ec);
+    if (!op.handler)
+        return;
+    // The caller's vector is written only here, while it waits for this completion.
+    *op.results = std::move(op.answer);
+    deliver(unlist(op), conn_->get_executor(), ec);
 }
 
 void pg_lock_service::undo(const std::string& name, const owner_id& owner) {

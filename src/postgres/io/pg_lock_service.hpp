@@ -109,7 +109,8 @@ struct pg_xact_op : pg_op<pg_xact_op, pg_xact_core, void(error_code)> {
     using pg_op::pg_op;
     clock::time_point deadline = clock::time_point::max(); // cuts each attempt's server wait
     std::vector<pg_query> queries;                         // the caller's
-    std::vector<pg_result>* results = nullptr;
+    std::vector<pg_result>* results = nullptr; // the caller's: written when it completes
+    std::vector<pg_result> answer;             // the concluded attempt's results of `queries`
 };
 
 struct pg_lease_access {
