@@ -3,8 +3,8 @@
 // machine, the per-name waiter queues with their wake-ups and hand-offs, the messages of this
 // connection's own releases, the watchdog's lease table and the renewals' batches. Events come
 // in with the time; the actions to perform come out, in order, and the driver (io/lock_service,
-// io/acquire_op) performs them with a switch. The randomized model test
-// (test/unit/lock_model.cpp) drives this same object against a model of Redis.
+// io/acquire_op) performs them with a switch. The randomized model test (test/unit/model/:
+// redis_model.cpp, pg_model.cpp) drives this same object against models of Redis and PostgreSQL.
 #ifndef COROLOCK_SRC_CORE_LOCK_CORE_HPP
 #define COROLOCK_SRC_CORE_LOCK_CORE_HPP
 

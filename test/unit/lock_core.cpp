@@ -5,8 +5,8 @@
 // waiter's departure unsubscribes; a stopped connection ends every queued waiter. Then the
 // leases': a due lease is one renew batch (one slot a batch on a cluster); a failed renewal is
 // retried until the deadline; TRYAGAIN splits a batch; a reply never revives a released lease;
-// a refused renewal loses with its reason. The randomized model (lock_model.cpp) drives the
-// same core against a model of Redis.
+// a refused renewal loses with its reason. The randomized model (model/redis_model.cpp,
+// model/pg_model.cpp) drives the same core against models of Redis and PostgreSQL.
 #include "core/lock_core.hpp"
 
 #include <boost/test/unit_test.hpp>
