@@ -1,6 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/access.hpp"
 #include "core/claim_scripts.hpp"
-#include "io/access.hpp"
 #include "io/connection_impl.hpp"
 #include "io/exec.hpp"
 #include "io/owner_id.hpp"
@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 
+#include <atomic>
 #include <utility>
 
 namespace corolock {
@@ -20,13 +21,6 @@ namespace detail {
 
 namespace asio = boost::asio;
 using claim_handler = asio::any_completion_handler<void(error_code, claim)>;
-
-struct claim_access {
-    static claim make(std::shared_ptr<connection_impl> conn, std::string key, std::string owner,
-                      claim::time_point valid_until) {
-        return claim(std::move(conn), std::move(key), std::move(owner), valid_until);
-    }
-};
 
 namespace {
 
@@ -79,7 +73,8 @@ struct claim_call : std::enable_shared_from_this<claim_call> {
     request req;
     generic_response resp;
     asio::cancellation_signal inner;
-    bool answered = false;               // strand only
+    bool answered = false;                     // strand only
+    std::atomic<bool> cancel_requested{false}; // set by the caller's slot, on the caller's side
     bool adopting = false;               // strand only: waits on an orphan, sent no SET itself
     std::shared_ptr<claim_call> adopter; // strand only: takes this orphan's outcome
 
@@ -130,13 +125,28 @@ struct claim_call : std::enable_shared_from_this<claim_call> {
             give_back_in_background(conn, key, owner);
     }
 
-    // The caller's outcome (this call's own reply, or an adopted orphan's).
+    // The caller's outcome (this call's own reply, or an adopted orphan's). A claim is posted
+    // to the caller's executor, and the caller may leave before it runs: a cancellation that
+    // comes meanwhile (the timer of `co_await (async_claim(...) || timer)` won the race) turns it
+    // into `operation_aborted` and the claim is given back, for nobody would do its work.
     void complete(error_code ec, bool claimed, std::string claim_owner, claim::time_point until) {
         answered = true;
-        claim c;
-        if (!ec && claimed)
-            c = claim_access::make(conn, key, std::move(claim_owner), until);
-        deliver(std::move(handler), conn->executor(), ec, std::move(c));
+        if (ec || !claimed)
+            return deliver(std::move(handler), conn->executor(), ec, claim{});
+        auto c = access::construct<claim>(conn, key, claim_owner, until);
+        deliver_on(
+            handler_executor(handler, conn->executor()),
+            [self = shared_from_this(), c = std::move(c)]() mutable {
+                asio::get_associated_cancellation_slot(self->handler).clear();
+                if (!self->cancel_requested.load(std::memory_order_acquire))
+                    return std::move(self->handler)(error_code(), std::move(c));
+                asio::post(self->conn->strand(),
+                           [conn = self->conn, key = c.key(), owner = c.owner()] {
+                               give_back_in_background(conn, key, owner);
+                           });
+                std::move(self->handler)(error_code(asio::error::operation_aborted), claim{});
+            },
+            conn->executor());
     }
 
     void on_cancel() {
@@ -174,6 +184,8 @@ void async_claim_impl(connection& conn, std::string key,
         slot.assign([weak = std::weak_ptr<claim_call>(call), impl](asio::cancellation_type t) {
             if ((t & asio::cancellation_type::terminal) == asio::cancellation_type::none)
                 return;
+            if (auto c = weak.lock())
+                c->cancel_requested.store(true, std::memory_order_release);
             asio::post(impl->strand(), [weak] {
                 if (auto c = weak.lock())
                     c->on_cancel();

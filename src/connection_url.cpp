@@ -71,6 +71,7 @@ bool has_control_byte(std::string_view text) {
 struct parsed {
     std::string host, port, unix_socket, username, password;
     bool tls = false;
+    bool verify = true;
     int database = 0;
 };
 
@@ -135,8 +136,18 @@ std::string parse(std::string_view text, parsed& out) {
     }
     if (u.has_query()) {
         for (const auto& p : u.params()) {
+            if (p.key == "ssl_cert_reqs") {
+                if (!out.tls)
+                    return "ssl_cert_reqs is for rediss:// URLs";
+                if (!p.has_value || (p.value != "none" && p.value != "required"))
+                    return "ssl_cert_reqs '" + printable(p.value) + "' is not none or required";
+                out.verify = p.value == "required";
+                continue;
+            }
             if (p.key != "db")
-                return "unknown query parameter '" + printable(p.key) + "' (only db)";
+                return "unknown query parameter '" + printable(p.key) +
+                       "' (only db and, for "
+                       "rediss://, ssl_cert_reqs)";
             if (db_given)
                 return "the database is given twice";
             if (!p.has_value || !parse_db(p.value, out.database))
@@ -163,6 +174,7 @@ error_code parse_connection_url(std::string_view url, connection_config& cfg, st
     }
     cfg.unix_socket = std::move(p.unix_socket);
     cfg.use_tls = p.tls;
+    cfg.tls_verify_server = p.verify;
     cfg.username = std::move(p.username);
     cfg.password = std::move(p.password);
     cfg.database = p.database;

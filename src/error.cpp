@@ -67,16 +67,13 @@ const char* describe(error e) noexcept {
     case error::pong_timeout:
         return "health check: no answer to PING in time";
     case error::invalid_name:
-        return "invalid lock name: for Redis, empty, a '}' without a hash tag, or a hash-tagged "
-               "name ending in a reserved suffix (:fence, :released); for ZooKeeper, not an "
-               "absolute path of printable ASCII components (no '.', '..' or empty one), longer "
-               "than 900 bytes, or under /zookeeper";
+        return "invalid lock name (the log names the rule it breaks)";
     case error::invalid_lease:
         return "invalid lease: below 10 ms or above 365 days";
     case error::invalid_wait:
         return "invalid wait time (negative)";
     case error::invalid_argument:
-        return "invalid argument";
+        return "invalid argument (the log names the field)";
     case error::not_owner:
         return "not the owner (an empty lease or claim, or the key is no longer ours)";
     case error::acquire_timeout:

@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "io/access.hpp"
+#include "core/access.hpp"
 #include "io/acquire_op.hpp"
 #include "io/cluster_impl.hpp"
 #include <corolock/fair_mutex.hpp>

@@ -1,8 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The public latch: the create and count-down scripts go out from here; the awaiters are handed
 // to the driver (io/latch_impl.cpp), which performs what core/latch_core decides for them.
+#include "core/access.hpp"
 #include "core/script_request.hpp"
-#include "io/access.hpp"
 #include "io/cluster_impl.hpp"
 #include "io/deliver.hpp"
 #include "io/latch_impl.hpp"

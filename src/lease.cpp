@@ -143,10 +143,12 @@ void lease::extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h) {
     });
 }
 
-void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
+void lease::fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script* sp,
                         std::span<const std::string_view> keys,
-                        std::span<const std::string_view> args, generic_response& resp,
+                        std::span<const std::string_view> args, generic_response* rp,
                         handler_ec h) {
+    const fenced_script& s = *sp;
+    generic_response& resp = *rp;
     const auto lost = st->lost_view.load(std::memory_order_relaxed);
     if (!st->valid_now())
         return deliver(std::move(h), st->spec->io.executor(),

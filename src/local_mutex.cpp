@@ -2,6 +2,7 @@
 // The in-process backend. Every decision is taken at a call (acquire, release, extend, cancel,
 // force_unlock) or at an instant of the manual clock inside local_backend::advance; completions
 // are posted, so no user code runs inside this file's state changes.
+#include "core/access.hpp"
 #include "core/exec_cancel.hpp"
 #include "core/handler_list.hpp"
 #include <corolock/local_mutex.hpp>
@@ -119,7 +120,7 @@ struct local_core : std::enable_shared_from_this<local_core> {
             g->hold_until = now + w.max_hold;
         g->shares = 1;
         lock.holder = g;
-        return local_lease(std::move(g));
+        return access::construct<local_lease>(std::move(g));
     }
 
     // `from_slot`: called by the handler's own cancellation slot, whose function must not be
@@ -286,44 +287,44 @@ void local_backend::resume_renewals() {
 
 local_lease& local_lease::operator=(local_lease&& other) noexcept {
     if (this != &other) {
-        if (auto g = std::move(grant_))
+        if (auto g = std::move(share_))
             g->core->drop_share(*g);
-        grant_ = std::move(other.grant_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
 
 local_lease::~local_lease() {
-    if (grant_)
-        grant_->core->drop_share(*grant_);
+    if (share_)
+        share_->core->drop_share(*share_);
 }
 
 bool local_lease::valid() const noexcept {
-    return grant_ && !grant_->lost && grant_->core->now < grant_->deadline;
+    return share_ && !share_->lost && share_->core->now < share_->deadline;
 }
 
 local_clock::time_point local_lease::valid_until() const noexcept {
-    return grant_ ? grant_->deadline : clock::time_point::min();
+    return share_ ? share_->deadline : clock::time_point::min();
 }
 
 bool local_lease::lost() const noexcept {
-    return grant_ && grant_->lost;
+    return share_ && share_->lost;
 }
 
 fencing_token local_lease::token() const noexcept {
-    return {lock_backend::local, grant_ ? grant_->token : 0};
+    return {lock_backend::local, share_ ? share_->token : 0};
 }
 
 const std::string& local_lease::name() const noexcept {
     static const std::string empty;
-    return grant_ ? grant_->name : empty;
+    return share_ ? share_->name : empty;
 }
 
 local_hold local_lease::hold() const {
-    if (!grant_)
+    if (!share_)
         throw std::logic_error("corolock::local_lease::hold on an empty lease");
-    ++grant_->shares;
-    return local_hold(grant_);
+    ++share_->shares;
+    return local_hold(share_);
 }
 
 void local_lease::wait_lost_impl(std::shared_ptr<detail::local_grant> g, handler_ec h) {
@@ -382,7 +383,7 @@ void local_lease::extend_impl(std::shared_ptr<detail::local_grant> g, handler_ec
 local_hold& local_hold::operator=(local_hold&& other) noexcept {
     if (this != &other) {
         reset();
-        grant_ = std::move(other.grant_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
@@ -392,16 +393,16 @@ local_hold::~local_hold() {
 }
 
 void local_hold::reset() noexcept {
-    if (auto g = std::move(grant_))
+    if (auto g = std::move(share_))
         g->core->drop_share(*g);
 }
 
 bool local_hold::valid() const noexcept {
-    return grant_ && !grant_->lost && grant_->core->now < grant_->deadline;
+    return share_ && !share_->lost && share_->core->now < share_->deadline;
 }
 
 fencing_token local_hold::token() const noexcept {
-    return {lock_backend::local, grant_ ? grant_->token : 0};
+    return {lock_backend::local, share_ ? share_->token : 0};
 }
 
 // local_mutex

@@ -2,8 +2,8 @@
 // The public multi-lock and its lease. The multi-lock holds one `mutex` per name and has no
 // script of its own; an acquisition is checked here and handed to the driver
 // (io/multi_lock_driver.cpp), which sequences the single-name acquisitions.
+#include "core/access.hpp"
 #include "core/multi_plan.hpp"
-#include "io/access.hpp"
 #include "io/cluster_impl.hpp"
 #include "io/lock_service.hpp"
 #include "io/multi_lock_driver.hpp"

@@ -1,8 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The public rate limiter: each call is checked here and handed to a rate_call (io/rate_call.cpp),
 // the driver that sends, sleeps and completes.
+#include "core/access.hpp"
 #include "core/rate_scripts.hpp"
-#include "io/access.hpp"
 #include "io/cluster_impl.hpp"
 #include "io/deliver.hpp"
 #include "io/lock_transport.hpp"

@@ -2,10 +2,10 @@
 // The public redlock and its lease: the handle's options are checked and its spec built here;
 // acquisitions, leases and their timers are the driver's (io/redlock_driver.cpp), to which these
 // bodies post. See doc/redlock.md.
+#include "core/access.hpp"
 #include "core/lease_table.hpp"
 #include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
-#include "io/access.hpp"
 #include "io/deliver.hpp"
 #include "io/redlock_driver.hpp"
 #include <corolock/redlock.hpp>
@@ -110,8 +110,13 @@ void redlock::acquire_impl(clock::time_point deadline, bool once, acquire_handle
         return detail::deliver(std::move(h), spec.executor(), ec, redlock_lease{});
     detail::redlock_params p;
     p.nodes = spec.nodes.size();
-    p.deadline = deadline;
-    p.once = once;
+    // A wait already over when it begins (a zero wait, a deadline past) is one round, as a try:
+    // the lock if it is free, else acquire_timeout. Racing a round against a deadline already
+    // past would abandon every round (as mutex's acquire does not either).
+    const bool no_wait = !once && deadline <= clock::now();
+    p.deadline = no_wait ? clock::time_point::max() : deadline;
+    p.once = once || no_wait;
+    p.held_is_timeout = no_wait;
     p.lease = spec.opts.lease;
     p.drift = spec.drift;
     p.node_timeout = spec.node_timeout;
@@ -137,7 +142,7 @@ void redlock::acquire_impl(clock::time_point deadline, bool once, acquire_handle
 redlock_lease& redlock_lease::operator=(redlock_lease&& other) noexcept {
     if (this != &other) {
         reset();
-        state_ = std::move(other.state_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
@@ -147,36 +152,36 @@ redlock_lease::~redlock_lease() {
 }
 
 void redlock_lease::reset() noexcept {
-    if (!state_)
+    if (!share_)
         return;
-    auto s = std::move(state_);
+    auto s = std::move(share_);
     auto strand = s->core->strand;
     asio::post(strand, [s = std::move(s)] { s->release({}); });
 }
 
 bool redlock_lease::valid() const noexcept {
-    return state_ && state_->lost_view.load(std::memory_order_relaxed) == 0 &&
+    return share_ && share_->lost_view.load(std::memory_order_relaxed) == 0 &&
            clock::now().time_since_epoch().count() <
-               state_->valid_until_view.load(std::memory_order_relaxed);
+               share_->valid_until_view.load(std::memory_order_relaxed);
 }
 
 redlock_lease::clock::time_point redlock_lease::valid_until() const noexcept {
-    return state_ ? clock::time_point(
-                        clock::duration(state_->valid_until_view.load(std::memory_order_relaxed)))
+    return share_ ? clock::time_point(
+                        clock::duration(share_->valid_until_view.load(std::memory_order_relaxed)))
                   : clock::time_point::min();
 }
 
 bool redlock_lease::lost() const noexcept {
-    return state_ && state_->lost_view.load(std::memory_order_relaxed) != 0;
+    return share_ && share_->lost_view.load(std::memory_order_relaxed) != 0;
 }
 
 const std::string& redlock_lease::name() const noexcept {
     static const std::string none;
-    return state_ ? state_->core->spec->name : none;
+    return share_ ? share_->core->spec->name : none;
 }
 
 std::string_view redlock_lease::owner_id() const noexcept {
-    return state_ ? detail::view(state_->reqs->owner) : std::string_view();
+    return share_ ? detail::view(share_->reqs->owner) : std::string_view();
 }
 
 void redlock_lease::wait_lost_impl(std::shared_ptr<detail::redlock_lease_state> s, handler_ec h) {

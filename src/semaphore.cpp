@@ -1,6 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/access.hpp"
 #include "core/lock_scripts.hpp"
-#include "io/access.hpp"
 #include "io/acquire_op.hpp"
 #include "io/cluster_impl.hpp"
 #include <corolock/semaphore.hpp>

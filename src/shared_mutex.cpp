@@ -1,5 +1,5 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-#include "io/access.hpp"
+#include "core/access.hpp"
 #include "io/acquire_op.hpp"
 #include "io/cluster_impl.hpp"
 #include <corolock/shared_mutex.hpp>
@@ -69,13 +69,12 @@ const mutex_options& shared_mutex::options() const noexcept {
     return core_->writer->spec->opts;
 }
 
-void shared_mutex::acquire_impl(bool exclusive, clock::time_point deadline, bool once,
-                                acquire_handler h) {
+void shared_mutex::start(bool exclusive, clock::time_point deadline, bool once, acquire_handler h) {
     detail::start_acquire(exclusive ? core_->writer : core_->reader, deadline, once, std::move(h));
 }
 
 void shared_mutex::convert_impl(const lease& from, bool downgrade, acquire_handler h) {
-    auto st = detail::lease_access::state(from);
+    auto st = detail::access::state(from);
     const auto& side = downgrade ? core_->writer : core_->reader;
     const auto& to = downgrade ? core_->reader : core_->writer;
     if (!st || st->spec != side->spec)

@@ -3,6 +3,7 @@
 #define COROLOCK_CLAIM_HPP
 
 #include <corolock/connection.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 
@@ -21,7 +22,6 @@ namespace corolock {
 
 namespace detail {
 class connection_impl;
-struct claim_access;
 } // namespace detail
 
 /// An idempotency claim on one key: proof that this caller, and nobody else, may do the work the
@@ -88,7 +88,7 @@ public:
     }
 
 private:
-    friend struct detail::claim_access;
+    friend struct detail::access;
     claim(std::shared_ptr<detail::connection_impl> conn, std::string key, std::string owner,
           time_point valid_until) noexcept;
     void give_back_impl(boost::asio::any_completion_handler<void(error_code)> handler);
@@ -117,7 +117,10 @@ async_claim_impl(connection& conn, std::string key, std::chrono::steady_clock::d
 /// the initiating call.
 /// Cancellation: terminal. Completes promptly with `operation_aborted` and an empty claim; if the
 /// SET had been written and its reply then shows the key was claimed, the claim is given back
-/// in the background, so a cancelled claim never blocks the key for its window.
+/// in the background, so a cancelled claim never blocks the key for its window. The same holds
+/// for a cancellation that comes after the reply, while the completion is on its way (the timer
+/// of `async_claim(...) || timer` winning late): that completion is `operation_aborted` too, and
+/// the claim is given back.
 /// Errors: `invalid_name` (empty key) and `invalid_argument` (retention below 1 ms or above 365
 /// days), before anything is sent; `not_connected`; `connection_lost`: the SET was written but
 /// its reply was lost, so the outcome is unknown and the key may stay claimed, by nobody who

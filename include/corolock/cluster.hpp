@@ -4,6 +4,7 @@
 
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
@@ -28,7 +29,6 @@ namespace corolock {
 
 namespace detail {
 class cluster_impl;
-struct access; // src/io/access.hpp
 } // namespace detail
 
 /// Settings of a `cluster`. A zero duration turns its feature off, as the comment says.
@@ -182,7 +182,7 @@ public:
     cluster_stats stats() const noexcept;
 
 private:
-    friend struct detail::access; // corolock's own layers and tests reach the implementation
+    friend struct detail::access;
     void async_run_impl(boost::asio::any_completion_handler<void(error_code)> handler);
     void async_exec_impl(std::string_view routing_key, const request& req,
                          detail::response_adapter adapter,

@@ -75,10 +75,17 @@ struct connection_config {
     std::string port = "6379";
     /// When non-empty, connect to this unix-domain socket instead of host:port.
     std::string unix_socket;
-    /// TLS over TCP; needs the connection constructor that takes an ssl::context. When the context
-    /// verifies the peer, the certificate must also match `host` (DNS name or IP address).
+    /// TLS over TCP; needs the connection constructor that takes an ssl::context.
     /// A TLS client on a plain-text port is only stopped by `connect_timeout`.
     bool use_tls = false;
+    /// With TLS, the server proves who it is: its certificate chain must verify against the
+    /// ssl::context's trusted certificates (`load_verify_file`, `set_default_verify_paths`) and
+    /// the certificate must name `host` (a DNS name or an IP address), whatever verify mode the
+    /// context itself has (Asio's default, `verify_none`, would accept anyone). false: any
+    /// certificate is accepted (a test rig's self-signed one), and every TLS connect logs a
+    /// warning that says so. The Sentinels' TLS follows the same setting. A `rediss://` URL
+    /// verifies too, unless it says `?ssl_cert_reqs=none` (as redis-py writes it).
+    bool tls_verify_server = true;
 
     /// ACL user (empty: "default") and password (empty: no AUTH) sent with HELLO 3.
     std::string username;
@@ -146,10 +153,12 @@ struct connection_config {
 ///   bracketed IPv6 literal; port 1 to 65535, default 6379; db 0 to 2^31 - 1, default 0);
 /// - `rediss://...`: the same over TLS (`use_tls`; the connection needs an ssl::context);
 /// - `unix://[[user]:password@]/path/to/socket`: a unix-domain socket (no host, no port).
-/// The database may also be given as the only query parameter, `?db=N` (the one way for
-/// `unix://`). User and password are percent-decoded; a user needs a password (AUTH takes
-/// both). Nothing else is accepted: another scheme, a fragment, another query parameter, a
-/// database given twice, an empty or over-long path, a port or database out of range. No I/O.
+/// The database may also be given as a query parameter, `?db=N` (the one way for `unix://`),
+/// and a `rediss://` URL may say `ssl_cert_reqs=none` (accept any server certificate: sets
+/// `tls_verify_server` to false; `required`, the default, sets it to true). User and password
+/// are percent-decoded; a user needs a password (AUTH takes both). Nothing else is accepted:
+/// another scheme, a fragment, another query parameter, a database given twice, an empty or
+/// over-long path, a port or database out of range. No I/O.
 ///
 /// Returns `error::invalid_url` (and the reason in `*why` when given), leaving `cfg`
 /// unchanged; else success.

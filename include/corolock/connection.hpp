@@ -3,6 +3,7 @@
 #define COROLOCK_CONNECTION_HPP
 
 #include <corolock/config.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
@@ -35,7 +36,6 @@ namespace corolock {
 namespace detail {
 class connection_impl;
 struct subscription_state;
-struct access; // src/io/access.hpp: the one door to the implementation objects
 } // namespace detail
 
 /// A pub/sub message.
@@ -241,7 +241,7 @@ public:
     connection_stats stats() const noexcept;
 
 private:
-    friend struct detail::access; // corolock's own layers and tests reach the implementation
+    friend struct detail::access;
     void async_run_impl(boost::asio::any_completion_handler<void(error_code)> handler);
     void async_exec_impl(const request& req, detail::response_adapter adapter,
                          boost::asio::any_completion_handler<void(error_code, std::size_t)> h);

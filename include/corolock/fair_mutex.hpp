@@ -2,10 +2,10 @@
 #ifndef COROLOCK_FAIR_MUTEX_HPP
 #define COROLOCK_FAIR_MUTEX_HPP
 
-#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
+#include <corolock/lock_handle_base.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -40,17 +40,20 @@ class cluster;
 ///
 /// One name serves one kind of lock: a plain `mutex` on a fair_mutex's name ignores its line.
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire): as `mutex`'s.
+/// A waiter takes a place in the line and is granted when it is the head and the lock is free;
+/// a cancelled or timed-out waiter leaves the line at once. A try takes no place: it succeeds
+/// only when the lock is free and nobody waits (else an empty lease).
+///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection (or cluster) must outlive the fair_mutex. Destroying it cancels its
 /// pending acquires; leases already given out live on.
-class COROLOCK_DECL fair_mutex {
+class COROLOCK_DECL fair_mutex : public lock_handle_base<fair_mutex, lease> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock that deadlines and lease ends are read on.
-    using clock = std::chrono::steady_clock;
-    /// A wait, lease or window length on `clock`.
-    using duration = clock::duration;
+    /// As `mutex`'s.
+    static constexpr lock_capabilities capabilities = mutex::capabilities;
 
     /// No I/O. Invalid arguments are reported by the first acquire.
     fair_mutex(connection& conn, std::string name, mutex_options opts = {});
@@ -68,63 +71,13 @@ public:
     /// The options given at construction.
     const mutex_options& options() const noexcept;
 
-    /// Takes a place in the line and waits until it is the head and the lock is free.
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: the fair_mutex may be destroyed meanwhile (the acquire is then
-    /// cancelled).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; the
-    /// place leaves the line, and a grant on the wire is given back when its reply arrives.
-    /// Errors: as `mutex::async_acquire`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait` (and leaves the line).
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_acquire_for`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt, no place in the line: it succeeds only when the lock is free and nobody
-    /// waits.
-    ///
-    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means the
-    /// lock is held or has waiters.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_try_acquire`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
     /// Cancels every pending acquire of this fair_mutex (`operation_aborted`).
     void cancel();
 
 private:
+    friend class lock_handle_base<fair_mutex, lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
 
-    template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, lease)>(
-            [](auto handler, fair_mutex* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
-            },
-            token, this, deadline, once);
-    }
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::mutex_core> core_;

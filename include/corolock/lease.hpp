@@ -2,9 +2,11 @@
 #ifndef COROLOCK_LEASE_HPP
 #define COROLOCK_LEASE_HPP
 
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
+#include <corolock/lease_base.hpp>
 #include <corolock/request.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
@@ -27,7 +29,6 @@ namespace corolock {
 
 namespace detail {
 struct lease_state;
-struct lease_access;
 
 // One share of a lease's ownership: the lease itself or a nested hold. The last share to go
 // releases the lock in Redis without waiting (owner-checked), unless it was released explicitly.
@@ -51,18 +52,11 @@ public:
     // caller then releases), else null (the last share left releases).
     std::shared_ptr<lease_state> take_for_release() noexcept;
     lease_state* get() const noexcept { return state_.get(); }
+    explicit operator bool() const noexcept { return state_ != nullptr; }
 
 private:
     std::shared_ptr<lease_state> state_;
 };
-// An operation on an empty lease fails with not_owner on the handler's own executor (an empty
-// lease has no connection to fall back on), while the handler's type is still known.
-template <class Handler>
-void fail_empty(Handler h) {
-    auto ex = boost::asio::get_associated_executor(h);
-    boost::asio::post(ex,
-                      [h = std::move(h)]() mutable { std::move(h)(error_code(error::not_owner)); });
-}
 } // namespace detail
 
 /// A Lua write that runs only while the caller's lease is current (`lease::async_fenced_eval`
@@ -97,6 +91,16 @@ class nested_hold;
 /// Destroying a lease that still owns the lock never blocks: it stops the watchdog and sends the
 /// owner-checked release without waiting for it (once every nested hold has ended too).
 ///
+/// Loss and release (`lease_base`: async_wait_lost, async_release):
+/// - Lost (`lease_lost`) when it expired, was taken, or the connection stopped; or
+///   `max_hold_reached`.
+/// - The release is an owner-checked compare-and-delete that wakes the lock's waiters; it
+///   completes when Redis answers or the connection fails, both promptly. It fails with
+///   `lease_lost` or `max_hold_reached` when the lease was lost before the release, or the
+///   release found the key gone or taken (the critical section may have overlapped a later
+///   owner), and with connection errors when the outcome is unknown (the key expires with its
+///   lease).
+///
 /// Thread safety: one lease is used by one coroutine at a time, as a `std::unique_lock`; the
 /// getters may be called from any thread.
 /// Executors: operations complete on the token's associated executor, else the connection's; on
@@ -104,7 +108,7 @@ class nested_hold;
 /// executor for a plain callback.
 /// Lifetime: a lease keeps its connection's state alive, but not the connection's execution
 /// context: destroy leases before the io_context they were acquired on (as any Asio object).
-class COROLOCK_DECL lease {
+class COROLOCK_DECL lease : public lease_base<lease, detail::lease_share> {
 public:
     /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
@@ -117,11 +121,6 @@ public:
     /// Releases what this lease owned (without waiting), then takes `other`'s.
     lease& operator=(lease&&) noexcept = default;
     ~lease() = default;
-
-    /// True if this object owns an acquisition it has not released (it may have been lost).
-    bool owns() const noexcept { return share_.get() != nullptr; }
-    /// Same as `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
 
     /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
     bool valid() const noexcept;
@@ -145,51 +144,6 @@ public:
     /// the lease and every nested hold taken from it are gone. Requires `owns()`.
     nested_hold hold() const;
 
-    /// Completes when the lease is lost.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the lease may be moved or released meanwhile.
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
-    /// Errors: `lease_lost` (expired, taken, or the connection stopped) or `max_hold_reached`
-    /// when lost; `operation_aborted` when it is released first or the wait is cancelled;
-    /// `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::lease_state> s) {
-                if (!s)
-                    return detail::fail_empty(std::move(handler));
-                wait_lost_impl(std::move(s), std::move(handler));
-            },
-            token, state());
-    }
-
-    /// Releases the lock (owner-checked compare-and-delete) and wakes its waiters. The lease is
-    /// empty from the call on. With nested holds still alive, nothing is sent and this completes
-    /// at once (with the loss, if the lease was lost): the last nested hold to end releases.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the lease is consumed when this is called).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none once called: the release completes when Redis answers or the
-    /// connection fails, both promptly.
-    /// Errors: `lease_lost` or `max_hold_reached` (it was lost before the release: the
-    /// critical section may have overlapped a later owner); `not_owner` for an empty lease;
-    /// connection errors (the outcome is unknown: the key expires with its lease).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, detail::lease_share share) {
-                if (!share.get())
-                    return detail::fail_empty(std::move(handler));
-                release_impl(std::move(share), std::move(handler));
-            },
-            token, std::move(share_));
-    }
-
     /// Renews the lease now for another `mutex_options::lease` (for fixed leases; with the
     /// watchdog it happens by itself). Owner-checked: a key that expired is never brought back.
     ///
@@ -202,13 +156,7 @@ public:
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_extend(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::lease_state> s) {
-                if (!s)
-                    return detail::fail_empty(std::move(handler));
-                extend_impl(std::move(s), std::move(handler));
-            },
-            token, state());
+        return detail::initiate_on(std::forward<CompletionToken>(token), &extend_impl, state());
     }
 
     /// Runs a fenced write with this lease's token. The body's reply is in `resp`.
@@ -227,43 +175,31 @@ public:
     auto async_fenced_eval(const fenced_script& s, std::span<const std::string_view> keys,
                            std::span<const std::string_view> args, generic_response& resp,
                            CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::lease_state> st, const fenced_script* s,
-               std::span<const std::string_view> keys, std::span<const std::string_view> args,
-               generic_response* resp) {
-                if (!st)
-                    return detail::fail_empty(std::move(handler));
-                fenced_impl(std::move(st), *s, keys, args, *resp, std::move(handler));
-            },
-            token, state(), &s, keys, args, &resp);
+        return detail::initiate_on(std::forward<CompletionToken>(token), &fenced_impl, state(), &s,
+                                   keys, args, &resp);
     }
 
 private:
-    friend struct detail::lease_access;
+    friend class lease_base<lease, detail::lease_share>;
+    friend struct detail::access;
     friend class nested_hold;
-    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
-    explicit lease(detail::lease_share s) noexcept : share_(std::move(s)) {}
+    explicit lease(detail::lease_share s) noexcept : lease_base(std::move(s)) {}
     std::shared_ptr<detail::lease_state> state() const noexcept;
+    std::shared_ptr<detail::lease_state> lost_watch() const noexcept { return state(); }
 
     static void wait_lost_impl(std::shared_ptr<detail::lease_state> s, handler_ec h);
     static void release_impl(detail::lease_share share, handler_ec h);
     static void extend_impl(std::shared_ptr<detail::lease_state> s, handler_ec h);
-    static void fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script& s,
+    static void fenced_impl(std::shared_ptr<detail::lease_state> st, const fenced_script* s,
                             std::span<const std::string_view> keys,
-                            std::span<const std::string_view> args, generic_response& resp,
+                            std::span<const std::string_view> args, generic_response* resp,
                             handler_ec h);
-
-    detail::lease_share share_;
 };
 
 /// A nested hold on a lease (see `lease::hold`). Move-only; ending it never blocks.
-class COROLOCK_DECL nested_hold {
+class COROLOCK_DECL nested_hold : public hold_base<nested_hold, detail::lease_share> {
 public:
     nested_hold() noexcept = default;
-    /// True if this object holds what it was given and has not ended or released it.
-    bool owns() const noexcept { return share_.get() != nullptr; }
-    /// Same as `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
     /// As the lease's.
@@ -273,34 +209,13 @@ public:
     /// finds reaches only the log: use `async_release` to hear it.
     void reset() noexcept { share_.reset(); }
 
-    /// Ends this hold. If it is the last share of a lease whose `async_release` was already
-    /// called (which completed at once because this hold was alive), this sends the release
-    /// and completes with its outcome; otherwise it completes at once.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the hold is consumed when this is called).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none once called: a release completes when Redis answers or the
-    /// connection fails, both promptly.
-    /// Errors: `lease_lost` or `max_hold_reached` (the lease was lost before the release, or the
-    /// release found the key gone or taken: the section may have overlapped a later owner);
-    /// `not_owner` for an empty hold; connection errors (the key expires with its lease).
-    /// Thread safety: as `lease`.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, detail::lease_share share) {
-                if (!share.get())
-                    return detail::fail_empty(std::move(handler));
-                lease::release_impl(std::move(share), std::move(handler));
-            },
-            token, std::move(share_));
-    }
-
 private:
+    friend class hold_base<nested_hold, detail::lease_share>;
     friend class lease;
-    explicit nested_hold(detail::lease_share s) noexcept : share_(std::move(s)) {}
-    detail::lease_share share_;
+    explicit nested_hold(detail::lease_share s) noexcept : hold_base(std::move(s)) {}
+    static void release_impl(detail::lease_share s, handler_ec h) {
+        lease::release_impl(std::move(s), std::move(h));
+    }
 };
 
 } // namespace corolock

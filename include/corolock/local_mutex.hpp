@@ -3,10 +3,12 @@
 #define COROLOCK_LOCAL_MUTEX_HPP
 
 #include <corolock/capabilities.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
-#include <corolock/lease.hpp>
+#include <corolock/lease_base.hpp>
+#include <corolock/lock_handle_base.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -107,10 +109,15 @@ class local_hold;
 /// nested holds, a fencing token), with its deadline on the backend's `local_clock`. Tokens of
 /// one name are 1, 2, 3, ...: a total order, tagged `lock_backend::local`.
 ///
+/// Loss and release (`lease_base`: async_wait_lost, async_release): lost (`lease_lost`) when it
+/// expires on the backend's clock or is taken by `local_mutex::force_unlock`, or
+/// `max_hold_reached`. The release completes at once, and the first waiter gets the lock.
+///
 /// Thread safety: as `local_backend`.
 /// Executors: operations complete on the token's associated executor, else the backend's; on an
 /// empty lease on the token's associated executor.
-class COROLOCK_DECL local_lease {
+class COROLOCK_DECL local_lease
+    : public lease_base<local_lease, std::shared_ptr<detail::local_grant>> {
 public:
     /// The clock that deadlines and lease ends are read on.
     using clock = local_clock;
@@ -123,10 +130,6 @@ public:
     local_lease& operator=(local_lease&& other) noexcept;
     ~local_lease();
 
-    /// True if this object owns an acquisition it has not released (it may have been lost).
-    bool owns() const noexcept { return grant_ != nullptr; }
-    /// Same as `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// Owns, not lost, and the backend's clock is before `valid_until()`.
     bool valid() const noexcept;
     /// The end of the lease on the backend's clock, pushed on by each renewal.
@@ -141,48 +144,6 @@ public:
     /// A nested hold, as `lease::hold`. Requires `owns()` (else `std::logic_error`).
     local_hold hold() const;
 
-    /// Completes when the lease is lost.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the lease may be moved or released meanwhile.
-    /// Executor: the token's associated executor, else the backend's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
-    /// Errors: `lease_lost` (expired, or taken by `local_mutex::force_unlock`) or
-    /// `max_hold_reached`; `operation_aborted` when it is released first or the wait is
-    /// cancelled; `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::local_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                wait_lost_impl(std::move(g), std::move(handler));
-            },
-            token, grant_);
-    }
-
-    /// Releases the lock: the first waiter gets it at once. The lease is empty from the call on.
-    /// With nested holds still alive, the last of them releases.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the lease is consumed when this is called).
-    /// Executor: the token's associated executor, else the backend's; never inline.
-    /// Cancellation: none (it completes at once).
-    /// Errors: `lease_lost` or `max_hold_reached` (it was lost before the release);
-    /// `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::local_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                release_impl(std::move(g), std::move(handler));
-            },
-            token, std::move(grant_));
-    }
-
     /// Renews the lease now for another `local_mutex_options::lease`, as `lease::async_extend`.
     ///
     /// Completion signature: `void(error_code)`.
@@ -194,31 +155,24 @@ public:
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_extend(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::local_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                extend_impl(std::move(g), std::move(handler));
-            },
-            token, grant_);
+        return detail::initiate_on(std::forward<CompletionToken>(token), &extend_impl, share_);
     }
 
 private:
-    friend struct detail::local_core;
+    friend class lease_base<local_lease, std::shared_ptr<detail::local_grant>>;
+    friend struct detail::access;
     friend class local_hold;
-    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
-    explicit local_lease(std::shared_ptr<detail::local_grant> g) noexcept : grant_(std::move(g)) {}
+    explicit local_lease(std::shared_ptr<detail::local_grant> g) noexcept
+        : lease_base(std::move(g)) {}
     static void wait_lost_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
     static void release_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
     static void hold_release_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
     static void extend_impl(std::shared_ptr<detail::local_grant> g, handler_ec h);
-
-    // Non-null: this object is one share of the grant.
-    std::shared_ptr<detail::local_grant> grant_;
 };
 
 /// A nested hold on a local lease (see `local_lease::hold`), as `nested_hold`.
-class COROLOCK_DECL local_hold {
+class COROLOCK_DECL local_hold
+    : public hold_base<local_hold, std::shared_ptr<detail::local_grant>> {
 public:
     local_hold() noexcept = default;
     /// Takes `other`'s ownership; `other` is left empty.
@@ -227,10 +181,6 @@ public:
     local_hold& operator=(local_hold&& other) noexcept;
     ~local_hold();
 
-    /// True if this object holds what it was given and has not ended or released it.
-    bool owns() const noexcept { return grant_ != nullptr; }
-    /// Same as `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
     /// As the lease's.
@@ -238,31 +188,14 @@ public:
     /// Ends this hold now; as the last share of a released lease it releases the lock.
     void reset() noexcept;
 
-    /// Ends this hold. As the last share of a lease whose `async_release` was already called,
-    /// it releases the lock and completes with the outcome; otherwise it completes at once.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the hold is consumed when this is called).
-    /// Executor: the token's associated executor, else the backend's; never inline.
-    /// Cancellation: none (it completes at once).
-    /// Errors: `lease_lost` or `max_hold_reached` (the lease was lost before the release);
-    /// `not_owner` for an empty hold.
-    /// Thread safety: as `local_lease`.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::local_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                local_lease::hold_release_impl(std::move(g), std::move(handler));
-            },
-            token, std::move(grant_));
-    }
-
 private:
+    friend class hold_base<local_hold, std::shared_ptr<detail::local_grant>>;
     friend class local_lease;
-    explicit local_hold(std::shared_ptr<detail::local_grant> g) noexcept : grant_(std::move(g)) {}
-    std::shared_ptr<detail::local_grant> grant_;
+    explicit local_hold(std::shared_ptr<detail::local_grant> g) noexcept
+        : hold_base(std::move(g)) {}
+    static void release_impl(std::shared_ptr<detail::local_grant> g, handler_ec h) {
+        local_lease::hold_release_impl(std::move(g), std::move(h));
+    }
 };
 
 /// A lock on one name of a `local_backend`: the in-process model of the lock concept
@@ -270,19 +203,20 @@ private:
 /// Shared like `mutex`; every acquisition returns its own `local_lease`. Waiters are served in
 /// arrival order.
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire): deadlines are
+/// read on the backend's clock (`local_clock`).
+/// - Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
+/// - Cancellation: nothing is held afterwards.
+/// - Errors: `invalid_name` (empty), `invalid_lease`, `invalid_argument` (`max_hold`).
+/// - A try completes at once: an empty lease when the lock is held or has waiters.
+///
 /// Thread safety: as `local_backend`.
 /// Lifetime: destroying the mutex cancels its pending acquires (`operation_aborted`); leases
 /// live on.
-class COROLOCK_DECL local_mutex {
+class COROLOCK_DECL local_mutex : public lock_handle_base<local_mutex, local_lease> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock that deadlines and lease ends are read on.
-    using clock = local_clock;
-    /// A wait, lease or window length on `clock`.
-    using duration = clock::duration;
-    /// What an acquisition gives.
-    using lease_type = local_lease;
     /// Tokens from a sequence per name (total order); nothing to fail over (the lock lives and
     /// dies with the process that holds it); a holder knows its loss by `valid_until()`; an
     /// owner per acquisition.
@@ -308,59 +242,6 @@ public:
     /// The options given at construction.
     const local_mutex_options& options() const noexcept;
 
-    /// Waits until the lock is ours.
-    ///
-    /// Completion signature: `void(error_code, local_lease)`.
-    /// Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
-    /// Executor: the token's associated executor, else the backend's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`, nothing held.
-    /// Errors: `invalid_name` (empty), `invalid_lease`, `invalid_argument` (`max_hold`).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up once the backend's clock reaches now + `wait`.
-    ///
-    /// Completion signature: `void(error_code, local_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `invalid_wait` (negative) and `acquire_timeout`.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(deadline_in(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up once the backend's clock reaches `deadline` (a deadline
-    /// already reached still gets a free lock).
-    ///
-    /// Completion signature: `void(error_code, local_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout`.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
-        return initiate(deadline, false, std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt: an empty lease with no error when the lock is held or has waiters.
-    ///
-    /// Completion signature: `void(error_code, local_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire (it completes at once).
-    /// Errors: as async_acquire.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
     /// Cancels every pending acquire of this mutex (`operation_aborted`). Leases are untouched.
     void cancel();
     /// Takes the lock from its holder, as `mutex::async_force_unlock` (an administrator, or a
@@ -369,16 +250,9 @@ public:
     bool force_unlock();
 
 private:
+    friend class lock_handle_base<local_mutex, local_lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, local_lease)>;
 
-    template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, local_lease)>(
-            [](auto handler, local_mutex* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
-            },
-            token, this, deadline, once);
-    }
     clock::time_point deadline_in(duration wait) const noexcept;
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 

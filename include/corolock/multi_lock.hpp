@@ -3,10 +3,11 @@
 #define COROLOCK_MULTI_LOCK_HPP
 
 #include <corolock/connection.hpp>
-#include <corolock/detail/deadline.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
+#include <corolock/lock_handle_base.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -27,7 +28,6 @@ namespace detail {
 class lock_transport;
 struct multi_core;
 struct multi_wait;
-struct multi_lease_access;
 } // namespace detail
 
 /// What `multi_lock` gives: one acquisition of every name of the set, all-or-nothing. Move-only.
@@ -117,7 +117,7 @@ public:
     }
 
 private:
-    friend struct detail::multi_lease_access;
+    friend struct detail::access;
     using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
     multi_lease(std::vector<lease> members,
                 std::shared_ptr<const detail::lock_transport> conn) noexcept
@@ -137,17 +137,25 @@ private:
 /// timeout, a cancellation or an error. Two multi_locks over overlapping sets never deadlock:
 /// names are waited for in one global order (byte-wise sorted). See doc/multi_lock.md.
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire): the lease
+/// owns every name. On any error, cancellation or timeout every name taken so far is released,
+/// and a grant still on the wire is given back.
+/// - Object lifetimes: the multi_lock may be destroyed meanwhile (the acquire is cancelled).
+/// - Errors: `invalid_argument` (empty set, duplicate name), `invalid_name`, `invalid_lease`
+///   (before anything is sent); `wrong_type`; `not_connected`; other connection and server
+///   errors.
+/// - A try makes one attempt at every name, sent in one write: the names granted are released at
+///   once unless all were (an empty lease: another owner holds at least one name); it also
+///   fails with `connection_lost` when the connection drops with the attempt on the wire (what
+///   it took is undone).
+///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection (or cluster) must outlive the multi_lock. Destroying it cancels its
 /// pending acquires (`operation_aborted`); multi_leases already given out live on.
-class COROLOCK_DECL multi_lock {
+class COROLOCK_DECL multi_lock : public lock_handle_base<multi_lock, multi_lease> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock that deadlines and lease ends are read on.
-    using clock = std::chrono::steady_clock;
-    /// A wait, lease or window length on `clock`.
-    using duration = clock::duration;
 
     /// No I/O. `opts` applies to every name. An empty set or a name given twice is reported by
     /// the first acquire (`invalid_argument`), an invalid name as `mutex` does.
@@ -167,82 +175,13 @@ public:
     /// The options given at construction.
     const mutex_options& options() const noexcept;
 
-    /// Waits until every name is ours.
-    ///
-    /// Completion signature: `void(error_code, multi_lease)`; it owns every name on success.
-    /// Object lifetimes: the multi_lock may be destroyed meanwhile (the acquire is cancelled).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`;
-    /// every name taken so far is released, and a grant still on the wire is given back.
-    /// Errors: `invalid_argument` (empty set, duplicate name), `invalid_name`, `invalid_lease`
-    /// (before anything is sent); `wrong_type`; `not_connected`; other connection and server
-    /// errors. On any error every name taken so far is released.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait`, releasing every name taken so far.
-    ///
-    /// Completion signature: `void(error_code, multi_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout` when `wait` passed first and
-    /// `invalid_wait` when it is negative (before anything is sent).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up at `deadline`, releasing every name taken so far.
-    ///
-    /// Completion signature: `void(error_code, multi_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout` when the deadline passed first.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
-        // min() marks a negative wait inside: a deadline of min() is merely past.
-        if (deadline == clock::time_point::min())
-            deadline += duration(1);
-        return initiate(deadline, false, std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt at every name, sent in one write, no waiting. The names that were granted
-    /// are released at once unless all were.
-    ///
-    /// Completion signature: `void(error_code, multi_lease)`; an empty multi_lease with no
-    /// error means another owner holds at least one name.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `connection_lost` when the connection drops with the
-    /// attempt on the wire (what it took is undone).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
     /// Cancels every pending acquire of this multi_lock (`operation_aborted`).
     void cancel();
 
 private:
+    friend class lock_handle_base<multi_lock, multi_lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, multi_lease)>;
 
-    template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, multi_lease)>(
-            [](auto handler, multi_lock* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
-            },
-            token, this, deadline, once);
-    }
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::multi_core> core_;

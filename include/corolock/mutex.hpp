@@ -8,6 +8,7 @@
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
+#include <corolock/lock_handle_base.hpp>
 #include <corolock/metrics.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -112,19 +113,30 @@ COROLOCK_DECL void set_lock_metrics(cluster& c, lock_metrics_options opts);
 /// acquisition returns its own `lease`, which is the owner. See doc/design.md for the keys and
 /// scripts.
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire):
+/// - Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
+/// - Cancellation: if the script on the wire took the lock, that grant is given back when its
+///   reply arrives.
+/// - Errors: `invalid_name`, `invalid_lease`, `invalid_argument` (before anything is sent);
+///   `wrong_type` (a foreign key at the name); `not_connected`; other connection and server
+///   errors. A lost connection during the wait is ridden out (the unknown attempt is undone).
+/// - A bounded wait that runs out: `acquire_timeout` if the lock was seen held,
+///   `server_timeout` if no attempt was ever answered and no other lock script was answered
+///   meanwhile (the server is slow, stalled or unreachable). A zero wait's one reply is waited
+///   for as a try's.
+/// - A try waits for its reply at most `mutex_options::try_timeout`, and also fails with
+///   `connection_lost` when the connection drops with the attempt on the wire,
+///   `server_timeout` when no reply came within `try_timeout`, and `lease_lost` when the
+///   grant's reply came after its own lease deadline (each undoes the attempt if it took the
+///   lock).
+///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection (or cluster) must outlive the mutex. Destroying the mutex cancels its
 /// pending acquires (they complete with `operation_aborted`); leases already given out live on.
-class COROLOCK_DECL mutex {
+class COROLOCK_DECL mutex : public lock_handle_base<mutex, lease> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock that deadlines and lease ends are read on.
-    using clock = std::chrono::steady_clock;
-    /// A wait, lease or window length on `clock`.
-    using duration = clock::duration;
-    /// What an acquisition gives.
-    using lease_type = lease;
     /// A single Redis master (or Sentinel, or a cluster's slot master): tokens grow under a
     /// clock assumption (doc/design.md, "Fencing tokens"); asynchronous replication can lose a
     /// grant in a failover; a holder knows its loss by `valid_until()`; an owner per
@@ -155,76 +167,6 @@ public:
     const std::string& name() const noexcept;
     /// The options given at construction.
     const mutex_options& options() const noexcept;
-
-    /// Waits until the lock is ours.
-    ///
-    /// Completion signature: `void(error_code, lease)`; the lease owns the lock on success.
-    /// Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; if
-    /// the script on the wire took the lock, that grant is given back when its reply arrives.
-    /// Errors: `invalid_name`, `invalid_lease`, `invalid_argument` (before anything is sent);
-    /// `wrong_type` (a foreign key at the name); `not_connected`; other connection and server
-    /// errors. A lost connection during the wait is ridden out (the unknown attempt is undone).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait`. Any duration is accepted: a huge one means
-    /// "forever".
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `invalid_wait` when `wait` is negative (before anything is
-    /// sent), and when `wait` passed first: `acquire_timeout` if the lock was seen held,
-    /// `server_timeout` if no attempt was ever answered and no other lock script was answered
-    /// meanwhile (the server is slow, stalled or unreachable). A zero wait makes one attempt,
-    /// its reply waited for as a try's (`mutex_options::try_timeout`): the lock if it is free,
-    /// else `acquire_timeout`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up at `deadline`.
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire_for (a deadline already past, `time_point::min()` included, is a
-    /// zero wait: one attempt, the lock if it is free, else `acquire_timeout`).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
-        // min() marks a negative wait inside: a deadline of min() is merely past.
-        if (deadline == clock::time_point::min())
-            deadline += duration(1);
-        return initiate(deadline, false, std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt, no waiting for the lock; the reply is waited for at most
-    /// `mutex_options::try_timeout`.
-    ///
-    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means
-    /// another owner holds the lock.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `connection_lost` when the connection drops with the
-    /// attempt on the wire, `server_timeout` when no reply came within `try_timeout`, and
-    /// `lease_lost` when the grant's reply came after its own lease deadline (each undoes the
-    /// attempt if it took the lock).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
 
     /// As async_acquire_for(`o.wait`), with this call's own lease (`o.lease`) in place of the
     /// mutex's: a long job and a short one can share one lock name.
@@ -278,6 +220,7 @@ public:
     }
 
 private:
+    friend class lock_handle_base<mutex, lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
 
     template <class CompletionToken>
@@ -288,6 +231,9 @@ private:
                 self->acquire_impl(deadline, once, l, std::move(handler));
             },
             token, this, deadline, once, lease_override);
+    }
+    void acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
+        acquire_impl(deadline, once, duration::zero(), std::move(h));
     }
     void acquire_impl(clock::time_point deadline, bool once, duration lease_override,
                       acquire_handler h);

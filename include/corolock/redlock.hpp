@@ -4,10 +4,11 @@
 
 #include <corolock/capabilities.hpp>
 #include <corolock/connection.hpp>
-#include <corolock/detail/deadline.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
-#include <corolock/lease.hpp>
+#include <corolock/lease_base.hpp>
+#include <corolock/lock_handle_base.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -74,9 +75,20 @@ struct redlock_stats {
 /// Destroying a lease that still owns the lock never blocks: it stops the watchdog and sends the
 /// owner-checked release to every node without waiting for it.
 ///
+/// Loss and release (`lease_base`: async_wait_lost, async_release; executor: else the first
+/// node's):
+/// - Lost (`lease_lost`) when an extension reached fewer than a quorum, or too late, or the local
+///   deadline passed; or `max_hold_reached`.
+/// - The release goes to every node (owner-checked) and is never retried: a node that does not
+///   answer within the node timeout keeps the key until it expires. It succeeds when a quorum
+///   of nodes deleted our key; `lease_lost` when a majority no longer had it (the section may
+///   have overlapped another owner) or it was reported lost (`max_hold_reached` if that was
+///   why); `quorum_not_reached` when too few nodes answered.
+///
 /// Thread safety: one lease is used by one coroutine at a time; the getters may be called from
 /// any thread. Lifetime: destroy leases before the io_context they were acquired on.
-class COROLOCK_DECL redlock_lease {
+class COROLOCK_DECL redlock_lease
+    : public lease_base<redlock_lease, std::shared_ptr<detail::redlock_lease_state>> {
 public:
     /// The clock that deadlines and lease ends are read on.
     using clock = std::chrono::steady_clock;
@@ -90,11 +102,6 @@ public:
     redlock_lease& operator=(redlock_lease&& other) noexcept;
     ~redlock_lease();
 
-    /// True if this object holds what it was given and has not ended or released it.
-    bool owns() const noexcept { return state_ != nullptr; }
-    /// Same as `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
-
     /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
     bool valid() const noexcept;
     /// The local end of the lease: the granting round's send time + lease − drift, pushed on by
@@ -107,60 +114,14 @@ public:
     /// 32 hex digits from a CSPRNG, unique to this acquisition (empty when empty).
     std::string_view owner_id() const noexcept;
 
-    /// Completes when the lease is lost.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the lease may be moved or released meanwhile.
-    /// Executor: the token's associated executor, else the first node's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
-    /// Errors: `lease_lost` (an extension reached fewer than a quorum, or too late; the local
-    /// deadline passed) or `max_hold_reached`; `operation_aborted` when it is released first or
-    /// the wait is cancelled; `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::redlock_lease_state> s) {
-                if (!s)
-                    return detail::fail_empty(std::move(handler));
-                wait_lost_impl(std::move(s), std::move(handler));
-            },
-            token, state_);
-    }
-
-    /// Releases the lock on every node (owner-checked) and empties this lease. Never retried:
-    /// a node that does not answer within the node timeout keeps the key until it expires.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the lease is empty as soon as this is called.
-    /// Executor: the token's associated executor, else the first node's; never inline.
-    /// Cancellation: none (the release is sent whatever happens; the wait is short).
-    /// Errors: success when a quorum of nodes deleted our key; `lease_lost` when a majority no
-    /// longer had it (the section may have overlapped another owner) or it was reported lost
-    /// (`max_hold_reached` if that was why); `quorum_not_reached` when too few nodes answered;
-    /// `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::redlock_lease_state> s) {
-                if (!s)
-                    return detail::fail_empty(std::move(handler));
-                release_impl(std::move(s), std::move(handler));
-            },
-            token, std::move(state_));
-    }
-
 private:
-    friend struct detail::redlock_core;
-    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
+    friend class lease_base<redlock_lease, std::shared_ptr<detail::redlock_lease_state>>;
+    friend struct detail::access;
     explicit redlock_lease(std::shared_ptr<detail::redlock_lease_state> s) noexcept
-        : state_(std::move(s)) {}
+        : lease_base(std::move(s)) {}
     static void wait_lost_impl(std::shared_ptr<detail::redlock_lease_state> s, handler_ec h);
     static void release_impl(std::shared_ptr<detail::redlock_lease_state> s, handler_ec h);
     void reset() noexcept;
-
-    std::shared_ptr<detail::redlock_lease_state> state_;
 };
 
 /// A RedLock over N independent Redis masters (N odd, at least 3; one `connection` per master,
@@ -168,19 +129,28 @@ private:
 /// our key. A handle meant to be shared, like `mutex`; every acquisition returns its own
 /// `redlock_lease`. See doc/redlock.md for the algorithm, the guarantees and the limits.
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire): granted when
+/// a majority of the nodes is ours with validity left.
+/// - Object lifetimes: the redlock may be destroyed meanwhile (the acquire is then cancelled).
+/// - Cancellation: the owner-checked release is queued behind the round on every node, so
+///   nothing of ours stays once the nodes have answered.
+/// - Errors: `invalid_argument`, `invalid_name`, `invalid_lease` (before anything is sent). Each
+///   round that fails (held, unreachable, too late) is released everywhere and retried with
+///   back-off; without a deadline it never fails for those reasons. At a deadline, the last
+///   round's reason: `acquire_timeout` (held by another, or no round decided yet),
+///   `quorum_not_reached` (too few nodes answered) or `validity_expired` (the quorum came too
+///   late).
+/// - A try is one round: an empty lease when another owner's keys alone make a majority
+///   impossible; `quorum_not_reached` (too few nodes answered within the node timeout) and
+///   `validity_expired` (the quorum came too late; given back).
+///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connections must outlive the redlock and its leases. Destroying the redlock
 /// cancels its pending acquires (`operation_aborted`); leases already given out live on.
-class COROLOCK_DECL redlock {
+class COROLOCK_DECL redlock : public lock_handle_base<redlock, redlock_lease> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock that deadlines and lease ends are read on.
-    using clock = std::chrono::steady_clock;
-    /// A wait, lease or window length on `clock`.
-    using duration = clock::duration;
-    /// What an acquisition gives.
-    using lease_type = redlock_lease;
     /// No fencing token; a node restarted without our key can let a second owner in while the
     /// first one's lease looks valid (no failover survival); a holder knows its loss by
     /// `valid_until()`; an owner per acquisition. doc/redlock.md, doc/backends.md.
@@ -213,82 +183,13 @@ public:
     /// A snapshot of the counters (each read on its own, relaxed).
     redlock_stats stats() const noexcept;
 
-    /// Waits until a majority of the nodes is ours with validity left.
-    ///
-    /// Completion signature: `void(error_code, redlock_lease)`; the lease owns the lock on
-    /// success.
-    /// Object lifetimes: the redlock may be destroyed meanwhile (the acquire is then cancelled).
-    /// Executor: the token's associated executor, else the first node's; never inline.
-    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; the
-    /// owner-checked release is queued behind the round on every node, so nothing of ours stays
-    /// once the nodes have answered.
-    /// Errors: `invalid_argument`, `invalid_name`, `invalid_lease` (before anything is sent).
-    /// Each round that fails (held, unreachable, too late) is released everywhere and retried
-    /// with back-off; without a deadline it never fails for those reasons.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait`.
-    ///
-    /// Completion signature: `void(error_code, redlock_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `invalid_wait` if `wait` is negative (before anything is
-    /// sent), and at the deadline the last round's reason: `acquire_timeout` (held by another,
-    /// or no round decided yet), `quorum_not_reached` (too few nodes answered) or
-    /// `validity_expired` (the quorum came too late).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire_for, with a deadline.
-    ///
-    /// Completion signature: `void(error_code, redlock_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire_for.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
-        return initiate(deadline, false, std::forward<CompletionToken>(token));
-    }
-
-    /// One round, no waiting.
-    ///
-    /// Completion signature: `void(error_code, redlock_lease)`; an empty lease with no error
-    /// means another owner's keys alone make a majority impossible.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `quorum_not_reached` (too few nodes answered within the
-    /// node timeout) and `validity_expired` (the quorum came too late; given back).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
     /// Cancels every pending acquire of this redlock (`operation_aborted`). Leases are untouched.
     void cancel();
 
 private:
+    friend class lock_handle_base<redlock, redlock_lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, redlock_lease)>;
 
-    template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, redlock_lease)>(
-            [](auto handler, redlock* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
-            },
-            token, this, deadline, once);
-    }
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::redlock_core> core_;

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_REQUEST_HPP
 #define COROLOCK_REQUEST_HPP
 
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/resp3/serializer.hpp>
 
@@ -41,7 +42,6 @@ COROLOCK_DECL bool is_blocking_command(std::string_view cmd, std::string_view se
 COROLOCK_DECL int transaction_step(std::string_view cmd) noexcept;
 
 // Raw access for the connection (EVALSHA/EVAL rewriting).
-struct request_access;
 
 } // namespace detail
 
@@ -107,7 +107,7 @@ public:
     void reserve(std::size_t bytes) { payload_.reserve(bytes); }
 
 private:
-    friend struct detail::request_access;
+    friend struct detail::access;
 
     template <class Range>
     void push_range_impl(std::string_view cmd, std::string_view prefix, bool has_prefix,

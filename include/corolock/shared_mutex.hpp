@@ -2,10 +2,10 @@
 #ifndef COROLOCK_SHARED_MUTEX_HPP
 #define COROLOCK_SHARED_MUTEX_HPP
 
-#include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/lease.hpp>
+#include <corolock/lock_handle_base.hpp>
 #include <corolock/mutex.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -43,17 +43,23 @@ class cluster;
 /// One name serves one kind of lock: a plain `mutex` on a shared_mutex's name does not see its
 /// readers.
 ///
+/// Acquiring, as the writer (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire:
+/// the only writer, no reader holding) and as a reader (`shared_lock_handle_base`:
+/// async_acquire_shared, _shared_for, _shared_until, async_try_acquire_shared: no writer holds
+/// and none waits): as `mutex`'s. A cancelled or timed-out writer's intent goes with it; a
+/// writer's try leaves no intent behind. A try comes back empty when a writer or readers hold
+/// (writer) or a writer holds or waits (reader).
+///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection (or cluster) must outlive the shared_mutex. Destroying it cancels
 /// its pending acquires; leases already given out live on.
-class COROLOCK_DECL shared_mutex {
+class COROLOCK_DECL shared_mutex : public lock_handle_base<shared_mutex, lease>,
+                                   public shared_lock_handle_base<shared_mutex, lease> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock that deadlines and lease ends are read on.
-    using clock = std::chrono::steady_clock;
-    /// A wait, lease or window length on `clock`.
-    using duration = clock::duration;
+    /// As `mutex`'s (a writer's; a reader's lease carries the last writer's token).
+    static constexpr lock_capabilities capabilities = mutex::capabilities;
 
     /// No I/O. Invalid arguments are reported by the first acquire.
     shared_mutex(connection& conn, std::string name, mutex_options opts = {});
@@ -70,93 +76,6 @@ public:
     const std::string& name() const noexcept;
     /// The options given at construction.
     const mutex_options& options() const noexcept;
-
-    /// Waits until this acquisition is the only writer and no reader holds.
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: the shared_mutex may be destroyed meanwhile (the acquire is then
-    /// cancelled).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; a
-    /// grant on the wire is given back when its reply arrives, and the writer's intent goes.
-    /// Errors: as `mutex::async_acquire`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(true, clock::time_point::max(), false,
-                        std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait`.
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_acquire_for`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(true, detail::deadline_of(wait), false,
-                        std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt as the writer, no waiting, and no intent left behind.
-    ///
-    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means a
-    /// writer or readers hold.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_try_acquire`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(true, clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
-    /// Waits until this acquisition is a reader: no writer holds and none waits.
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_acquire`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_shared(CompletionToken&& token = {}) {
-        return initiate(false, clock::time_point::max(), false,
-                        std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire_shared, but gives up after `wait`.
-    ///
-    /// Completion signature: `void(error_code, lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_acquire_for`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_shared_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(false, detail::deadline_of(wait), false,
-                        std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt as a reader, no waiting.
-    ///
-    /// Completion signature: `void(error_code, lease)`; an empty lease with no error means a
-    /// writer holds or waits.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as `mutex::async_try_acquire`.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire_shared(CompletionToken&& token = {}) {
-        return initiate(false, clock::time_point::max(), true,
-                        std::forward<CompletionToken>(token));
-    }
 
     /// Turns a writer's lease of this lock into a reader's, in one step on the server: no other
     /// writer can come in between, and readers waiting behind the writer are let in. The new
@@ -206,16 +125,17 @@ public:
     void cancel();
 
 private:
+    friend class lock_handle_base<shared_mutex, lease>;
+    friend class shared_lock_handle_base<shared_mutex, lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, lease)>;
 
-    template <class CompletionToken>
-    auto initiate(bool exclusive, clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, lease)>(
-            [](auto handler, shared_mutex* self, bool exclusive, clock::time_point deadline,
-               bool once) { self->acquire_impl(exclusive, deadline, once, std::move(handler)); },
-            token, this, exclusive, deadline, once);
+    void acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
+        start(true, deadline, once, std::move(h));
     }
-    void acquire_impl(bool exclusive, clock::time_point deadline, bool once, acquire_handler h);
+    void acquire_shared_impl(clock::time_point deadline, bool once, acquire_handler h) {
+        start(false, deadline, once, std::move(h));
+    }
+    void start(bool exclusive, clock::time_point deadline, bool once, acquire_handler h);
     void convert_impl(const lease& from, bool downgrade, acquire_handler h);
 
     std::shared_ptr<detail::shared_mutex_core> core_;

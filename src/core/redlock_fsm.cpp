@@ -103,8 +103,8 @@ redlock_action redlock_acquire_fsm::decide(clock::time_point now, redlock_tally:
     }
     const bool contended = tally_.contended();
     last_ = contended ? error_code(error::acquire_timeout) : error_code(error::quorum_not_reached);
-    if (p_.once) // held by another: an empty lease, not an error (as mutex)
-        return finish(contended ? error_code() : last_, false, a);
+    if (p_.once) // held by another: an empty lease, not an error (as mutex), unless a wait ran out
+        return finish(contended && !p_.held_is_timeout ? error_code() : last_, false, a);
     // A split vote (some nodes granted, yet others hold a majority) means contenders collided:
     // they must spread out (random back-off, wake-ups ignored) or they collide again forever.
     // Only a round that another owner won outright retries on a release message.

@@ -63,6 +63,9 @@ struct redlock_params {
     std::size_t nodes = 0;
     clock::time_point deadline = clock::time_point::max(); // end of the wait (max: none)
     bool once = false;                                     // try: one round, no retry
+    // A wait already over when it began (a zero wait, a deadline past): one round, as a try,
+    // but a lock held by another is `acquire_timeout`, not an empty lease.
+    bool held_is_timeout = false;
     clock::duration lease{};
     clock::duration drift{};        // lease × drift_factor + 2 ms
     clock::duration node_timeout{}; // a vote missing this long after the round went out fails

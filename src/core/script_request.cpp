@@ -21,7 +21,7 @@ request make_script_call(std::string_view verb, std::string_view body,
     for (auto a : args)
         size += a.size() + 16;
     r.reserve(size);
-    auto& p = request_access::payload(r);
+    auto& p = access::payload(r);
     resp3::add_header(p, resp3::type::array, 3 + keys.size() + args.size());
     resp3::add_blob(p, verb);
     resp3::add_blob(p, body);
@@ -30,7 +30,7 @@ request make_script_call(std::string_view verb, std::string_view body,
         resp3::add_blob(p, k);
     for (auto a : args)
         resp3::add_blob(p, a);
-    request_access::set_counts(r, 1, 1);
+    access::set_counts(r, 1, 1);
     return r;
 }
 
@@ -85,13 +85,13 @@ request evalsha_to_eval(const request& req, const script& s) {
         !read_blob(p, at, sha))
         return {};
     request r;
-    auto& out = request_access::payload(r);
+    auto& out = access::payload(r);
     out.reserve(p.size() + s.source().size());
     resp3::add_header(out, resp3::type::array, n);
     resp3::add_blob(out, "EVAL");
     resp3::add_blob(out, s.source());
     out.append(p.substr(at)); // numkeys, keys, args, and any command after the script (WAIT)
-    request_access::set_counts(r, req.size(), req.expected_responses());
+    access::set_counts(r, req.size(), req.expected_responses());
     return r;
 }
 
@@ -104,10 +104,10 @@ request with_asking(const request& req) {
     request r;
     r.reserve(req.payload().size() + 24);
     r.push("ASKING");
-    request_access::payload(r).append(req.payload());
+    access::payload(r).append(req.payload());
     for (auto g : req.subscription_replies())
-        request_access::guards(r).push_back(g + 1);
-    request_access::set_counts(r, 1 + req.size(), 1 + req.expected_responses());
+        access::guards(r).push_back(g + 1);
+    access::set_counts(r, 1 + req.size(), 1 + req.expected_responses());
     return r;
 }
 

@@ -5,6 +5,7 @@
 #ifndef COROLOCK_SRC_CORE_SCRIPT_REQUEST_HPP
 #define COROLOCK_SRC_CORE_SCRIPT_REQUEST_HPP
 
+#include "core/access.hpp"
 #include <corolock/request.hpp>
 #include <corolock/response.hpp>
 #include <corolock/script.hpp>
@@ -15,16 +16,6 @@
 #include <vector>
 
 namespace corolock::detail {
-
-// Raw access to a request's parts, for the builders below.
-struct request_access {
-    static std::string& payload(request& r) { return r.payload_; }
-    static void set_counts(request& r, std::size_t commands, std::size_t expected) {
-        r.commands_ = commands;
-        r.expected_ = expected;
-    }
-    static std::vector<std::size_t>& guards(request& r) { return r.guards_; }
-};
 
 // `EVALSHA <sha1> <numkeys> keys... args...`, in one allocation.
 request make_evalsha(const script& s, std::span<const std::string_view> keys,

@@ -22,15 +22,9 @@ member_id make_member(const lock_spec& spec, std::size_t units, const owner_id& 
 
 // The error's text, and the part of the arguments that is wrong (the text lists every cause).
 std::string refusal_reason(const lock_spec& spec, const error_code& ec) {
-    std::string out = ec.message();
-    if (ec == error::invalid_name)
-        out.append(": this name is ").append(name_problem(spec.name));
-    else if (ec == error::invalid_lease)
-        out.append(": this lease is ")
-            .append(std::to_string(
-                std::chrono::duration_cast<std::chrono::microseconds>(spec.opts.lease).count()))
-            .append(" us");
-    return out;
+    if (ec == spec.invalid && !spec.invalid_reason.empty())
+        return spec.invalid_reason;
+    return ec == error::invalid_wait ? "the wait is negative" : ec.message();
 }
 
 } // namespace
@@ -100,6 +94,12 @@ void acquire_op::on_reply(error_code ec) {
     } else if (ec || (ec = decode_acquire(resp_, ar, spec().tokens()))) {
         r.what = attempt_reply::kind::failed;
         r.ec = ec;
+        // The server's own words, which the error code cannot carry (a NOPERM for an ACL user
+        // without EVALSHA, an OOM): never dropped.
+        if (const auto* e = find_error(resp_); e && spec().io.log().enabled(logger::level::warning))
+            spec().io.log().log(logger::level::warning,
+                                describe(spec()) + "the server refused the acquire script: " +
+                                    std::string(e->value));
     } else if (ar.acquired) {
         r.what = attempt_reply::kind::granted;
         r.token = ar.token;
@@ -119,6 +119,11 @@ void acquire_op::arm(clock::time_point t) {
 
 void acquire_op::complete(error_code ec, bool granted) {
     svc_.untrack(*this);
+    // No attempt was answered because the connection is down: say why (a wrong password, a
+    // refused port) rather than "the server is slow, stalled or unreachable".
+    if (ec == error::server_timeout)
+        if (auto cause = spec().io.down_cause())
+            ec = cause;
     const auto outcome = outcome_of(ec, granted);
     const auto waited = clock::now() - started_;
     svc_.stats_.acquired(outcome, waited);
@@ -142,7 +147,7 @@ void acquire_op::complete(error_code ec, bool granted) {
         auto st =
             std::make_shared<lease_state>(core_->svc, spec_, owner_, member_, units_, fsm.token());
         svc_.watch(st, fsm.sent());
-        out = lease_access::make(std::move(st));
+        out = make_lease(std::move(st));
     }
     deliver_on(handler_ex_, std::move(handler_), spec().io.executor(), ec, std::move(out));
     handler_ex_ = {};
@@ -166,12 +171,13 @@ void start_acquire(const std::shared_ptr<mutex_core>& core, clock::time_point de
     if (!ec && deadline == clock::time_point::min())
         ec = error::invalid_wait;
     if (ec) {
-        // Fails before anything is sent, and never inline. The log says which part is wrong:
-        // the error's text lists every cause.
+        // Fails before anything is sent, and never inline. The log names the field or rule
+        // (the error only says which kind of argument).
         core->svc->stats_.acquired(acquire_outcome::error, {});
-        if (spec.io.log().enabled(logger::level::debug))
-            spec.io.log().log(logger::level::debug, describe(spec) + "error after 0 ms (" +
-                                                        refusal_reason(spec, ec) + ")");
+        if (spec.io.log().enabled(logger::level::warning))
+            spec.io.log().log(logger::level::warning, describe(spec) + ec.message() + ": " +
+                                                          refusal_reason(spec, ec) +
+                                                          " (nothing was sent)");
         return deliver(std::move(h), spec.io.executor(), ec, lease{});
     }
     // A wait already over when it begins (a zero wait, a deadline past) is one attempt, as a

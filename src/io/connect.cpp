@@ -28,6 +28,11 @@ awaitable<error_code> connection_impl::connect_once() {
         master_cfg.port = where.port;
         master_cfg.unix_socket.clear();
     }
+    if (cfg_.use_tls && !cfg_.tls_verify_server && log_.enabled(logger::level::warning))
+        log_.log(logger::level::warning,
+                 "TLS without verifying the server (connection_config::tls_verify_server is "
+                 "false): any certificate is accepted, so anyone who can answer on the address "
+                 "can impersonate the server");
     auto attempt = [](connection_impl* self,
                       const connection_config* target) -> awaitable<error_code> {
         if (auto ec = co_await self->stream_.connect(*target, self->tls_, self->strand_))

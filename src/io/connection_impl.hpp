@@ -52,6 +52,10 @@ public:
     const boost::asio::any_io_executor& strand() const noexcept { return strand_; }
     const connection_config& config() const noexcept { return cfg_; }
     const logger& log() const noexcept { return log_; }
+    // Strand only: the last connect attempt's error while not connected (else none).
+    error_code down_cause() const noexcept {
+        return connected_ ? error_code() : last_connect_error_;
+    }
 
     // --- called on any thread
     void start_run(boost::asio::any_completion_handler<void(error_code)> handler);

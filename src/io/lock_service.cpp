@@ -13,6 +13,7 @@
 #include <charconv>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 namespace corolock::detail {
 
@@ -30,20 +31,45 @@ std::string_view kind_arg(record_kind k) noexcept {
     return {k == record_kind::hash ? &kinds[0] : &kinds[1], 1};
 }
 
-error_code check(std::string_view name, const mutex_options& o) {
-    if (!lockable_name(name))
-        return error::invalid_name;
+// "250 ms", or "1500 us" when not a whole number of milliseconds.
+std::string in_ms(clock::duration d) {
+    using namespace std::chrono;
+    if (d % milliseconds(1) == clock::duration::zero())
+        return std::to_string(duration_cast<milliseconds>(d).count()) + " ms";
+    return std::to_string(duration_cast<microseconds>(d).count()) + " us";
+}
+
+// The argument check: the error, and which field or rule it is, named as the user wrote it.
+std::pair<error_code, std::string> check(std::string_view name, const mutex_options& o) {
+    using std::chrono::milliseconds;
+    if (const auto problem = name_problem(name); !problem.empty())
+        return {error::invalid_name, "the name is " + std::string(problem)};
     if (!valid_lease(o.lease))
-        return error::invalid_lease;
+        return {error::invalid_lease,
+                "the lease (mutex_options::lease, or acquire_options::lease for one call) is " +
+                    in_ms(o.lease) + ", not 10 ms to 365 days"};
+    const auto field = [&](const char* what, clock::duration d, const char* rule) {
+        return std::pair<error_code, std::string>{error::invalid_argument,
+                                                  std::string("mutex_options::") + what + " is " +
+                                                      in_ms(d) + ", not " + rule};
+    };
     const auto zero = clock::duration::zero();
-    if (!within(o.max_hold, zero) || !valid_retry(o.retry_base, o.retry_max) ||
-        !within(o.fence_retention, std::chrono::milliseconds(1)) ||
-        !within(o.try_timeout, std::chrono::milliseconds(1)))
-        return error::invalid_argument;
+    if (!within(o.max_hold, zero))
+        return field("max_hold", o.max_hold, "0 (no limit) to 365 days");
+    if (!within(o.retry_base, milliseconds(1)))
+        return field("retry_base", o.retry_base, "1 ms to 365 days");
+    if (!within(o.retry_max, o.retry_base))
+        return field("retry_max", o.retry_max, "retry_base to 365 days");
+    if (!within(o.fence_retention, milliseconds(1)))
+        return field("fence_retention", o.fence_retention, "1 ms to 365 days");
+    if (!within(o.try_timeout, milliseconds(1)))
+        return field("try_timeout", o.try_timeout, "1 ms to 365 days");
     const auto& rs = o.replica_sync;
-    if (rs.replicas < 0 || rs.replicas > 1000 ||
-        (rs.replicas > 0 && !within(rs.timeout, std::chrono::milliseconds(1), o.lease / 2)))
-        return error::invalid_argument;
+    if (rs.replicas < 0 || rs.replicas > 1000)
+        return {error::invalid_argument, "mutex_options::replica_sync.replicas is " +
+                                             std::to_string(rs.replicas) + ", not 0 to 1000"};
+    if (rs.replicas > 0 && !within(rs.timeout, milliseconds(1), o.lease / 2))
+        return field("replica_sync.timeout", rs.timeout, "1 ms to half the lease");
     return {};
 }
 
@@ -63,8 +89,11 @@ lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, std::size
     fence_key.clear(); // a semaphore has no tokens
     capacity = limit;
     // At most 10 digits and ':' (member_id::max_prefix).
-    if (!invalid && (limit < 1 || limit > 1'000'000'000))
+    if (!invalid && (limit < 1 || limit > 1'000'000'000)) {
         invalid = error::invalid_argument;
+        invalid_reason =
+            "the semaphore's limit is " + std::to_string(limit) + ", not 1 to 1000000000";
+    }
     if (!invalid)
         limit_arg = std::to_string(limit);
 }
@@ -152,7 +181,8 @@ request lock_spec::release_request(std::string_view member, std::string_view pub
 }
 
 lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, kind k)
-    : io(std::move(t)), what(k), name(std::move(n)), opts(o), invalid(check(name, opts)) {
+    : io(std::move(t)), what(k), name(std::move(n)), opts(o) {
+    std::tie(invalid, invalid_reason) = check(name, opts);
     if (lockable_name(name)) {
         fence_key = derived_key(name, "fence");
         channel = derived_key(name, "released");
@@ -608,36 +638,35 @@ void lock_service::convert(std::shared_ptr<lease_state> s, std::shared_ptr<const
     }
     auto call = std::make_shared<script_call>(std::move(req));
     const auto sent = clock::now();
-    io_.eval(sc, from.name, call->req, call->resp,
-             [self = shared_from_this(), s, to = std::move(to), call, sent, downgrade,
-              h = std::move(h)](error_code ec) mutable {
-                 acquire_reply ar;
-                 if (!ec)
-                     ec = decode_acquire(call->resp, ar, false);
-                 if (ec == error::connection_lost) {
-                     // It may have run: undo the new record; the old one is reported lost at
-                     // its next renewal if it is gone.
-                     self->give_back(*to, s->member);
-                 }
-                 if (ec)
-                     return deliver(std::move(h), self->io_.executor(), ec, lease{});
-                 if (!ar.acquired)
-                     return deliver(std::move(h), self->io_.executor(),
-                                    downgrade ? error_code(error::lease_lost) : error_code(),
-                                    lease{});
-                 // The old lease ends here, with no release: its record is the new one's.
-                 s->converted = true;
-                 self->forget(*s);
-                 s->valid_until_view.store(0, std::memory_order_relaxed);
-                 for (auto& [id, w] : s->lost_waiters.take_all())
-                     deliver(std::move(w), self->io_.executor(),
-                             error_code(asio::error::operation_aborted));
-                 auto st = std::make_shared<lease_state>(self, to, s->owner, s->member, to->units,
-                                                         ar.token);
-                 self->watch(st, sent);
-                 deliver(std::move(h), self->io_.executor(), error_code(),
-                         lease_access::make(std::move(st)));
-             });
+    io_.eval(
+        sc, from.name, call->req, call->resp,
+        [self = shared_from_this(), s, to = std::move(to), call, sent, downgrade,
+         h = std::move(h)](error_code ec) mutable {
+            acquire_reply ar;
+            if (!ec)
+                ec = decode_acquire(call->resp, ar, false);
+            if (ec == error::connection_lost) {
+                // It may have run: undo the new record; the old one is reported lost at
+                // its next renewal if it is gone.
+                self->give_back(*to, s->member);
+            }
+            if (ec)
+                return deliver(std::move(h), self->io_.executor(), ec, lease{});
+            if (!ar.acquired)
+                return deliver(std::move(h), self->io_.executor(),
+                               downgrade ? error_code(error::lease_lost) : error_code(), lease{});
+            // The old lease ends here, with no release: its record is the new one's.
+            s->converted = true;
+            self->forget(*s);
+            s->valid_until_view.store(0, std::memory_order_relaxed);
+            for (auto& [id, w] : s->lost_waiters.take_all())
+                deliver(std::move(w), self->io_.executor(),
+                        error_code(asio::error::operation_aborted));
+            auto st =
+                std::make_shared<lease_state>(self, to, s->owner, s->member, to->units, ar.token);
+            self->watch(st, sent);
+            deliver(std::move(h), self->io_.executor(), error_code(), make_lease(std::move(st)));
+        });
 }
 
 void lock_service::release(std::shared_ptr<lease_state> s, completion done) {

@@ -6,6 +6,7 @@
 #ifndef COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 #define COROLOCK_SRC_DETAIL_LOCK_SERVICE_HPP
 
+#include "core/access.hpp"
 #include "core/handler_list.hpp"
 #include "core/lock_core.hpp"
 #include "core/lock_metrics.hpp"
@@ -66,7 +67,8 @@ struct lock_spec {
     std::string intent_ms;              // a writer's: how long its intent outlives an attempt
     std::string wait_replicas, wait_ms; // WAIT's arguments (empty: no replica_sync)
     clock::duration drift;
-    error_code invalid; // the argument check, done once
+    error_code invalid;         // the argument check, done once
+    std::string invalid_reason; // which field or rule, for the log (empty when valid)
 
     // Grants carry a fencing token (else a reader's is the last write's, a permit's 0).
     bool tokens() const noexcept {
@@ -147,12 +149,10 @@ struct lease_state : lease_watch, std::enable_shared_from_this<lease_state> {
     }
 };
 
-struct lease_access {
-    static lease make(std::shared_ptr<lease_state> s) noexcept {
-        return lease(lease_share(std::move(s)));
-    }
-    static std::shared_ptr<lease_state> state(const lease& l) noexcept { return l.state(); }
-};
+// The lease given to the caller: the first share of `s`.
+inline lease make_lease(std::shared_ptr<lease_state> s) noexcept {
+    return access::construct<lease>(lease_share(std::move(s)));
+}
 
 // replica_sync asks only the replicas the master has (ROLE follows the WAIT).
 inline bool count_connected(const lock_spec& spec) noexcept {

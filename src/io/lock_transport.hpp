@@ -38,6 +38,10 @@ public:
     const logger& log() const noexcept { return *log_; }
     // Releases publish with SPUBLISH and waiters subscribe with SSUBSCRIBE (a cluster).
     bool sharded() const noexcept { return cluster_ != nullptr; }
+    // Strand only. Why the connection is down while it is: its last connect attempt's error
+    // (auth_failed, a refused port, a TLS error); none while up, before an attempt failed, or on
+    // a cluster (whose nodes each have their own).
+    error_code down_cause() const noexcept { return conn_ ? conn_->down_cause() : error_code(); }
     cluster_impl* cluster() const noexcept { return cluster_; }
 
     // Strand only. Runs a lock script whose keys share `key`'s slot: `req` as built (EVALSHA,

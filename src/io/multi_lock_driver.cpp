@@ -25,13 +25,6 @@ namespace asio = boost::asio;
 
 namespace detail {
 
-struct multi_lease_access {
-    static multi_lease make(std::vector<lease> members,
-                            std::shared_ptr<const lock_transport> conn) {
-        return multi_lease(std::move(members), std::move(conn));
-    }
-};
-
 namespace {
 
 using try_op = decltype(std::declval<mutex&>().async_try_acquire(asio::deferred));
@@ -83,8 +76,8 @@ asio::awaitable<acquire_result> run_acquire(std::shared_ptr<multi_core> core,
         leases.clear(); // the grants not kept are released here
         if (plan.what == try_all_outcome::next::complete) {
             if (plan.keep == n && !plan.ec)
-                co_return acquire_result{error_code{},
-                                         multi_lease_access::make(std::move(held), core->conn)};
+                co_return acquire_result{
+                    error_code{}, access::construct<multi_lease>(std::move(held), core->conn)};
             co_return acquire_result{plan.ec, multi_lease{}};
         }
         // 2. Wait for the rest in name order, holding the names below: a global order, so two
@@ -100,7 +93,7 @@ asio::awaitable<acquire_result> run_acquire(std::shared_ptr<multi_core> core,
         }
         if (all_valid(held))
             co_return acquire_result{error_code{},
-                                     multi_lease_access::make(std::move(held), core->conn)};
+                                     access::construct<multi_lease>(std::move(held), core->conn)};
         // A name held since the first round was lost while waiting for a later one: everything
         // is given back and the acquisition starts over within its deadline.
         core->conn->log().log(logger::level::warning,

@@ -5,6 +5,7 @@
 #ifndef COROLOCK_SRC_IO_REDLOCK_DRIVER_HPP
 #define COROLOCK_SRC_IO_REDLOCK_DRIVER_HPP
 
+#include "core/access.hpp"
 #include "core/handler_list.hpp"
 #include "core/redlock_fsm.hpp"
 #include "core/waiter_queue.hpp"
@@ -86,7 +87,7 @@ struct redlock_core : std::enable_shared_from_this<redlock_core>, context_shutdo
     } stats;
 
     static redlock_lease make_lease(std::shared_ptr<redlock_lease_state> s) noexcept {
-        return redlock_lease(std::move(s));
+        return access::construct<redlock_lease>(std::move(s));
     }
 
     // Sends `which` of `reqs` to every node at once; each answer, as a vote, goes to

@@ -79,8 +79,14 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
     if (!tls)
         co_return error_code(error::invalid_argument);
     auto& s = s_.emplace<tls_stream>(std::move(sock), *tls);
-    // With verify_peer, the certificate must also be for the host we dialled; SNI is for names
-    // only (RFC 6066).
+    // The stream's own verify mode, whatever the context's: verified unless the caller opted out
+    // (connection_config::tls_verify_server). The certificate must be for the host we dialled;
+    // SNI is for names only (RFC 6066).
+    error_code mode_ec;
+    s.set_verify_mode(cfg.tls_verify_server ? asio::ssl::verify_peer : asio::ssl::verify_none,
+                      mode_ec);
+    if (mode_ec)
+        co_return mode_ec;
     error_code not_ip;
     asio::ip::make_address(cfg.host, not_ip);
     if (not_ip) {

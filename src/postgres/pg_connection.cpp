@@ -10,7 +10,6 @@
 namespace corolock {
 
 namespace asio = boost::asio;
-using detail::pg_access;
 using detail::pg_connection_impl;
 
 namespace {

@@ -44,7 +44,7 @@ bool still_valid(const std::shared_ptr<pg_lease_state>& s) noexcept {
 pg_lease& pg_lease::operator=(pg_lease&& other) noexcept {
     if (this != &other) {
         reset();
-        state_ = std::move(other.state_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
@@ -54,70 +54,68 @@ pg_lease::~pg_lease() {
 }
 
 void pg_lease::reset() noexcept {
-    end_share(state_);
+    end_share(share_);
 }
 
 pg_nested_hold pg_lease::hold() const {
-    if (!state_)
+    if (!share_)
         return {};
-    state_->shares.fetch_add(1);
-    return pg_nested_hold(state_);
+    share_->shares.fetch_add(1);
+    return pg_nested_hold(share_);
 }
 
 pg_nested_hold& pg_nested_hold::operator=(pg_nested_hold&& other) noexcept {
     if (this != &other) {
-        end_share(state_);
-        state_ = std::move(other.state_);
+        end_share(share_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
 
 pg_nested_hold::~pg_nested_hold() {
-    end_share(state_);
+    end_share(share_);
 }
 
 void pg_nested_hold::reset() noexcept {
-    end_share(state_);
+    end_share(share_);
 }
 
 bool pg_nested_hold::valid() const noexcept {
-    return still_valid(state_);
+    return still_valid(share_);
 }
 
 fencing_token pg_nested_hold::token() const noexcept {
-    return fencing_token(lock_backend::postgres, state_ ? state_->token : 0);
+    return fencing_token(lock_backend::postgres, share_ ? share_->token : 0);
 }
 
 bool pg_lease::valid() const noexcept {
-    return still_valid(state_);
+    return still_valid(share_);
 }
 
 pg_lease::clock::time_point pg_lease::valid_until() const noexcept {
-    if (!state_)
+    if (!share_)
         return clock::time_point::min();
-    return clock::time_point(clock::duration(state_->valid_until.load()));
+    return clock::time_point(clock::duration(share_->valid_until.load()));
 }
 
 bool pg_lease::lost() const noexcept {
-    return state_ && state_->lost.load();
+    return share_ && share_->lost.load();
 }
 
 fencing_token pg_lease::token() const noexcept {
-    return fencing_token(lock_backend::postgres, state_ ? state_->token : 0);
+    return fencing_token(lock_backend::postgres, share_ ? share_->token : 0);
 }
 
 const std::string& pg_lease::name() const noexcept {
     static const std::string empty;
-    return state_ ? state_->name : empty;
+    return share_ ? share_->name : empty;
 }
 
 std::string_view pg_lease::owner_id() const noexcept {
-    return state_ ? detail::view(state_->owner) : std::string_view();
+    return share_ ? detail::view(share_->owner) : std::string_view();
 }
 
 void pg_lease::wait_lost_impl(std::shared_ptr<pg_lease_state> s, handler_ec h) {
-    if (!s)
-        return fail_with(std::move(h), error::not_owner);
     auto svc = s->service;
     asio::dispatch(svc->conn().strand(), [svc, s, h = std::move(h)]() mutable {
         svc->wait_lost(std::move(s), std::move(h));
@@ -125,8 +123,6 @@ void pg_lease::wait_lost_impl(std::shared_ptr<pg_lease_state> s, handler_ec h) {
 }
 
 void pg_lease::release_impl(std::shared_ptr<pg_lease_state> s, handler_ec h) {
-    if (!s)
-        return fail_with(std::move(h), error::not_owner);
     auto svc = s->service;
     asio::dispatch(svc->conn().strand(), [svc, s, h = std::move(h)]() mutable {
         svc->end_share(std::move(s), std::move(h));
@@ -134,9 +130,7 @@ void pg_lease::release_impl(std::shared_ptr<pg_lease_state> s, handler_ec h) {
 }
 
 void pg_lease::fenced_impl(std::shared_ptr<pg_lease_state> s, std::string_view sql,
-                           std::span<const pg_param> params, pg_result& out, handler_ec h) {
-    if (!s)
-        return fail_with(std::move(h), error::not_owner);
+                           std::span<const pg_param> params, pg_result* out, handler_ec h) {
     detail::pg_query q{std::string(sql), {}};
     bool nul = sql.find('\0') != std::string_view::npos;
     for (const auto& p : params) {
@@ -149,14 +143,14 @@ void pg_lease::fenced_impl(std::shared_ptr<pg_lease_state> s, std::string_view s
     qs.push_back(std::move(q));
     auto svc = s->service;
     asio::dispatch(svc->conn().strand(),
-                   [svc, s, qs = std::move(qs), &out, h = std::move(h)]() mutable {
-                       svc->fenced(std::move(s), std::move(qs), out, std::move(h));
+                   [svc, s, qs = std::move(qs), out, h = std::move(h)]() mutable {
+                       svc->fenced(std::move(s), std::move(qs), *out, std::move(h));
                    });
 }
 
 pg_mutex::pg_mutex(pg_connection& conn, std::string name, pg_mutex_options opts)
     : core_(std::make_shared<detail::pg_mutex_core>()) {
-    core_->service = pg_lock_service::of(detail::pg_access::impl(conn));
+    core_->service = pg_lock_service::of(detail::access::impl_ptr(conn));
     core_->name = std::move(name);
     core_->opts = opts;
     core_->invalid = detail::pg_sql::check_name(core_->name);

@@ -16,7 +16,7 @@ using detail::pg_lock_service;
 
 pg_xact_mutex::pg_xact_mutex(pg_connection& conn, std::string name, pg_xact_options opts)
     : core_(std::make_shared<detail::pg_xact_core>()) {
-    core_->service = pg_lock_service::of(detail::pg_access::impl(conn));
+    core_->service = pg_lock_service::of(detail::access::impl_ptr(conn));
     core_->name = std::move(name);
     core_->key = detail::pg_sql::xact_key(core_->name);
     core_->opts = opts;

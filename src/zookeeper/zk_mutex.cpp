@@ -29,44 +29,44 @@ void end_share(std::shared_ptr<detail::zk_grant> g) {
 
 zk_lease& zk_lease::operator=(zk_lease&& other) noexcept {
     if (this != &other) {
-        if (auto g = std::move(grant_))
+        if (auto g = std::move(share_))
             end_share(std::move(g));
-        grant_ = std::move(other.grant_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
 
 zk_lease::~zk_lease() {
-    if (grant_)
-        end_share(std::move(grant_));
+    if (share_)
+        end_share(std::move(share_));
 }
 
 bool zk_lease::valid() const noexcept {
-    return grant_ && grant_->valid();
+    return share_ && share_->valid();
 }
 
 zk_lease::clock::time_point zk_lease::valid_until() const noexcept {
-    return grant_ ? grant_->valid_until() : clock::time_point::min();
+    return share_ ? share_->valid_until() : clock::time_point::min();
 }
 
 bool zk_lease::lost() const noexcept {
-    return grant_ && grant_->lost.load();
+    return share_ && share_->lost.load();
 }
 
 fencing_token zk_lease::token() const noexcept {
-    return {lock_backend::zookeeper, grant_ ? static_cast<std::uint64_t>(grant_->czxid) : 0};
+    return {lock_backend::zookeeper, share_ ? static_cast<std::uint64_t>(share_->czxid) : 0};
 }
 
 const std::string& zk_lease::name() const noexcept {
     static const std::string empty;
-    return grant_ ? grant_->node : empty;
+    return share_ ? share_->node : empty;
 }
 
 zk_hold zk_lease::hold() const {
-    if (!grant_)
+    if (!share_)
         throw std::logic_error("corolock::zk_lease::hold on an empty lease");
-    ++grant_->shares;
-    return zk_hold(grant_);
+    ++share_->shares;
+    return zk_hold(share_);
 }
 
 void zk_lease::wait_lost_impl(std::shared_ptr<detail::zk_grant> g, handler_ec h) {
@@ -146,7 +146,7 @@ void zk_lease::fenced_write_impl(std::shared_ptr<detail::zk_grant> g, std::strin
 zk_hold& zk_hold::operator=(zk_hold&& other) noexcept {
     if (this != &other) {
         reset();
-        grant_ = std::move(other.grant_);
+        share_ = std::move(other.share_);
     }
     return *this;
 }
@@ -156,16 +156,16 @@ zk_hold::~zk_hold() {
 }
 
 void zk_hold::reset() noexcept {
-    if (auto g = std::move(grant_))
+    if (auto g = std::move(share_))
         end_share(std::move(g));
 }
 
 bool zk_hold::valid() const noexcept {
-    return grant_ && grant_->valid();
+    return share_ && share_->valid();
 }
 
 fencing_token zk_hold::token() const noexcept {
-    return {lock_backend::zookeeper, grant_ ? static_cast<std::uint64_t>(grant_->czxid) : 0};
+    return {lock_backend::zookeeper, share_ ? static_cast<std::uint64_t>(share_->czxid) : 0};
 }
 
 // zk_mutex
@@ -207,8 +207,7 @@ void zk_shared_mutex::cancel() {
     detail::cancel_zk_acquires(session_, id_);
 }
 
-void zk_shared_mutex::acquire_impl(bool write, clock::time_point deadline, bool once,
-                                   acquire_handler h) {
+void zk_shared_mutex::start(bool write, clock::time_point deadline, bool once, acquire_handler h) {
     const auto kind = write ? detail::zk_node_kind::write : detail::zk_node_kind::read;
     detail::start_zk_acquire(session_, {path_, kind, deadline, once, 0, id_}, std::move(h));
 }

@@ -12,8 +12,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
@@ -295,6 +297,73 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_claim_does_not_block_the_key, fixture) {
             conn3.cancel();
         }
         BOOST_TEST(!exists("claim:cancel1"));
+    });
+}
+
+// The race of the review: a claim granted to a caller that left before its completion ran (the
+// timer of `co_await (async_claim(...) || timer)` won) was dropped, and its key stayed claimed
+// for the whole window with nobody doing the work. The completion here is bound to an executor
+// that does not run until after the cancellation: the grant has been read by then, and the
+// caller must still hear operation_aborted, with the key given back.
+BOOST_FIXTURE_TEST_CASE(a_claim_granted_to_a_caller_that_left_is_given_back, fixture) {
+    run([&]() -> awaitable<void> {
+        co_await async_claim(conn, "claim:warm", 1s); // connected
+        asio::io_context later; // runs the caller's completion only when the test says so
+        asio::cancellation_signal sig;
+        error_code ec;
+        corolock::claim c;
+        bool done = false;
+        async_claim(conn, "claim:left", 30s,
+                    asio::bind_cancellation_slot(
+                        sig.slot(), asio::bind_executor(later.get_executor(),
+                                                        [&](error_code e, corolock::claim x) {
+                                                            ec = e;
+                                                            c = std::move(x);
+                                                            done = true;
+                                                        })));
+        // The SET ran, and its reply is read by the connection (a PING behind it answered).
+        BOOST_TEST_REQUIRE(
+            co_await corolock::test::eventually([&] { return exists("claim:left"); }, 5s));
+        corolock::request ping;
+        ping.push("PING");
+        co_await conn.async_exec(ping, corolock::ignore);
+        BOOST_TEST(!done);
+        sig.emit(asio::cancellation_type::terminal); // the caller leaves
+        later.run();
+        BOOST_TEST(done);
+        BOOST_TEST(ec == asio::error::operation_aborted);
+        BOOST_TEST(!c);
+        BOOST_TEST(co_await corolock::test::eventually([&] { return !exists("claim:left"); }, 5s));
+    });
+}
+
+// The same race as users write it, many times with timers around a round trip: whichever side
+// wins, no key is left claimed by nobody.
+BOOST_FIXTURE_TEST_CASE(a_claim_raced_against_a_timer_leaves_no_orphan, fixture) {
+    using namespace asio::experimental::awaitable_operators;
+    run([&]() -> awaitable<void> {
+        co_await async_claim(conn, "claim:warm", 1s); // connected
+        auto ex = co_await asio::this_coro::executor;
+        int timer_won = 0, claim_won = 0;
+        std::vector<std::string> left;
+        for (int i = 0; i < 300; ++i) {
+            const auto key = "claim:timer:" + std::to_string(i);
+            asio::steady_timer t(ex, std::chrono::microseconds(i % 60 * 10));
+            auto r = co_await (async_claim(conn, key, 30s, asio::use_awaitable) ||
+                               t.async_wait(asio::use_awaitable));
+            if (r.index() == 0) {
+                ++claim_won;
+                BOOST_TEST(static_cast<bool>(std::get<0>(r)));
+            } else {
+                ++timer_won;
+                left.push_back(key);
+            }
+        }
+        BOOST_TEST_MESSAGE("claim won " << claim_won << ", timer won " << timer_won);
+        BOOST_TEST(timer_won > 0); // the race was run
+        for (const auto& key : left)
+            BOOST_TEST(co_await corolock::test::eventually([&] { return !exists(key); }, 5s),
+                       key << " is claimed by nobody");
     });
 }
 

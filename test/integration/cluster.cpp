@@ -4,8 +4,8 @@
 #include "common/coro_test.hpp"
 #include "common/redis_cluster.hpp"
 #include "common/test_config.hpp"
+#include "core/access.hpp"
 #include "core/slot_table.hpp"
-#include "io/access.hpp"
 #include "io/connection_impl.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/connection.hpp>

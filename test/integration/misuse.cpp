@@ -4,6 +4,7 @@
 // a blocking command beside leases, a try against a stalled server, a key deleted behind its
 // holder, a loss after the last nested hold).
 #include "common/coro_test.hpp"
+#include "common/redis_process.hpp"
 #include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
 #include <corolock/claim.hpp>
@@ -13,9 +14,13 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace asio = boost::asio;
@@ -434,6 +439,114 @@ BOOST_FIXTURE_TEST_CASE(the_last_nested_hold_hears_the_release_outcome, fixture)
             auto [e3] = co_await h2.async_release(tuple_deferred);
             BOOST_TEST(e3 == error::not_owner);
         }
+    });
+}
+
+// An invalid argument fails before anything is sent and says which field or rule (issue 28:
+// `retry_base = 0` and `fence_retention = 0` both said only "invalid argument"; a name `a}b`
+// got 271 characters listing the rules of two backends). The error's text is short and names
+// no backend; the warning names the field, its value and the range.
+BOOST_FIXTURE_TEST_CASE(an_invalid_argument_names_its_field, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::test::log_capture log;
+        auto& c = add_connection(corolock::test::config_for(srv),
+                                 log.make(corolock::logger::level::warning));
+        corolock::request ping;
+        ping.push("PING");
+        co_await c.async_exec(ping, corolock::ignore); // connected: the handshake is counted
+        const auto commands = c.stats().commands;
+        using opts = corolock::mutex_options;
+        struct bad {
+            const char* what;
+            std::function<void(opts&)> set;
+            error expect;
+        };
+        const bad cases[] = {
+            {"mutex_options::retry_base is 0 ms, not 1 ms to 365 days",
+             [](opts& o) { o.retry_base = 0ms; }, error::invalid_argument},
+            {"mutex_options::fence_retention is 0 ms, not 1 ms to 365 days",
+             [](opts& o) { o.fence_retention = 0ms; }, error::invalid_argument},
+            {"mutex_options::retry_max is 10 ms, not retry_base to 365 days",
+             [](opts& o) { o.retry_base = 50ms, o.retry_max = 10ms; }, error::invalid_argument},
+            {"mutex_options::try_timeout is 0 ms, not 1 ms to 365 days",
+             [](opts& o) { o.try_timeout = 0ms; }, error::invalid_argument},
+            {"mutex_options::max_hold is -1 ms, not 0 (no limit) to 365 days",
+             [](opts& o) { o.max_hold = -1ms; }, error::invalid_argument},
+            {"the lease (mutex_options::lease, or acquire_options::lease for one call) is 1500 us, "
+             "not 10 ms to 365 days",
+             [](opts& o) { o.lease = 1500us; }, error::invalid_lease},
+        };
+        for (const auto& b : cases) {
+            opts o;
+            b.set(o);
+            corolock::mutex m(c, "lock:bad-arg", o);
+            auto [ec, l] = co_await m.async_acquire(tuple_deferred);
+            BOOST_TEST(ec == b.expect, b.what << ": " << ec.message());
+            BOOST_TEST(log.contains(b.what), b.what);
+        }
+        corolock::mutex odd(c, "a}b");
+        auto [nec, n] = co_await odd.async_acquire(tuple_deferred);
+        BOOST_TEST(nec == error::invalid_name);
+        BOOST_TEST(nec.message().size() < 80u, nec.message());
+        BOOST_TEST(nec.message().find("ZooKeeper") == std::string::npos);
+        BOOST_TEST(log.contains("'a}b': invalid lock name"));
+        BOOST_TEST(log.contains("the name is not hash-tagged but contains '}'"));
+        BOOST_TEST(error_code(error::invalid_argument).message().find("field") !=
+                   std::string::npos);
+        BOOST_TEST(c.stats().commands == commands); // nothing was sent
+    });
+}
+
+// An acquire on a connection that cannot connect ends with the connect's cause, not
+// server_timeout ("slow, stalled or unreachable"): a wrong password says auth_failed, a port
+// nobody listens on says connection_refused.
+BOOST_AUTO_TEST_CASE(an_acquire_on_a_connection_that_cannot_connect_says_why) {
+    corolock::test::redis_process locked({"--requirepass", "right"});
+    asio::io_context ioc;
+    auto wrong = corolock::test::config_for(locked);
+    wrong.password = "wrong";
+    auto refused = corolock::test::config_for(locked);
+    {
+        // A port that was free a moment ago, and nobody listens on it now.
+        asio::ip::tcp::acceptor probe(ioc, {asio::ip::make_address("127.0.0.1"), 0});
+        refused.port = std::to_string(probe.local_endpoint().port());
+    }
+    for (auto* cfg : {&wrong, &refused}) {
+        cfg->reconnect_wait = 20ms;
+        cfg->reconnect_wait_max = 50ms;
+    }
+    corolock::connection a(ioc, wrong, corolock::test::quiet());
+    corolock::connection b(ioc, refused, corolock::test::quiet());
+    a.async_run(asio::detached);
+    b.async_run(asio::detached);
+    corolock::test::run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            corolock::mutex ma(a, "lock:cause"), mb(b, "lock:cause");
+            auto [aec, al] = co_await ma.async_acquire_for(1s, tuple_deferred);
+            BOOST_TEST(aec == error::auth_failed, aec.message());
+            auto [bec, bl] = co_await mb.async_acquire_for(1s, tuple_deferred);
+            BOOST_TEST(bec == asio::error::connection_refused, bec.message());
+            a.cancel();
+            b.cancel();
+        }(),
+        30s);
+}
+
+// A server's refusal keeps its text: an ACL user without EVALSHA gets server_error, and the
+// NOPERM line is in the log (it was nowhere, even at debug level).
+BOOST_FIXTURE_TEST_CASE(a_refused_script_keeps_the_servers_text, fixture) {
+    run([&]() -> awaitable<void> {
+        srv.command({"ACL", "SETUSER", "noeval", "on", ">pw", "~*", "&*", "+@all", "-evalsha"});
+        corolock::test::log_capture log;
+        auto cfg = corolock::test::config_for(srv);
+        cfg.username = "noeval";
+        cfg.password = "pw";
+        auto& c = add_connection(cfg, log.make(corolock::logger::level::warning));
+        corolock::mutex m(c, "lock:noperm");
+        auto [ec, l] = co_await m.async_acquire_for(2s, tuple_deferred);
+        BOOST_TEST(ec == error::server_error, ec.message());
+        BOOST_TEST(log.contains("'lock:noperm': the server refused the acquire script: NOPERM"));
     });
 }
 

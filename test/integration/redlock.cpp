@@ -4,10 +4,11 @@
 // node restarted empty under a held lease, a key expired early on some nodes, cancellation at
 // random moments, and mutual exclusion. After every failure no key of ours may stay anywhere.
 #include "common/coro_test.hpp"
+#include "common/family_check.hpp"
 #include "common/fault_proxy.hpp"
 #include "common/redis_process.hpp"
 #include "common/test_config.hpp"
-#include "io/access.hpp"
+#include "core/access.hpp"
 #include "io/connection_impl.hpp"
 #include <corolock/redlock.hpp>
 
@@ -195,6 +196,21 @@ BOOST_AUTO_TEST_CASE(acquire_holds_every_node_and_release_clears_them) {
         const auto st = rl.stats();
         BOOST_TEST(st.rounds == 2u); // this handle: one acquire, one try, each a single round
         BOOST_TEST(st.rounds_timed_out == 0u);
+    });
+}
+
+// The acquire family's rules (test/common/family_check.hpp), as every handle keeps them: two
+// redlocks of one name over the same three nodes.
+BOOST_AUTO_TEST_CASE(acquire_family_rules) {
+    nodes n(3);
+    n.run([&]() -> awaitable<void> {
+        corolock::redlock a(n.ptrs, "rl:family", options_of(10s));
+        corolock::redlock b(n.ptrs, "rl:family", options_of(10s));
+        for (const auto& bad : co_await corolock::test::check_acquire_family(a, b))
+            BOOST_ERROR(bad);
+        for (std::size_t i = 0; i < 3; ++i)
+            co_await n.settle(i);
+        BOOST_TEST(n.foreign("rl:family") == 0u);
     });
 }
 

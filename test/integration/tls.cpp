@@ -307,8 +307,9 @@ void setup_suite() {
         env->srv = std::make_unique<redis_process>(
             std::vector<std::string>{"--tls-port", std::to_string(env->tls_port), "--tls-cert-file",
                                      env->server.cert, "--tls-key-file", env->server.key,
-                                     "--tls-ca-cert-file", env->ca.cert, "--tls-auth-clients",
-                                     "no"},
+                                     "--tls-ca-cert-file", env->ca.cert, "--tls-auth-clients", "no",
+                                     // 127.0.0.2 too: an address the certificate does not name
+                                     "--bind", "127.0.0.1", "127.0.0.2"},
             redis_process::start_mode::later);
         try {
             env->srv->start();
@@ -470,8 +471,8 @@ BOOST_AUTO_TEST_CASE(client_list_on_plain_port_shows_tls_client,
     auto ctx = trusting(env().ca.cert);
     auto cfg = env().config(env().tls_port);
     cfg.client_name = "corolock-tls-listed";
-    // The connection checks the chain only; a caller who wants the name checked too (here the
-    // IP SAN) can ask the context for it.
+    // The connection checks the name itself (here the IP SAN); a context that asks for it too
+    // changes nothing.
     ctx.set_verify_callback(ssl::host_name_verification(cfg.host));
     asio::io_context ioc;
     corolock::connection conn(ioc.get_executor(), ctx, cfg, quiet());
@@ -570,6 +571,93 @@ BOOST_AUTO_TEST_CASE(tls_to_a_plain_text_port_fails_without_hanging,
     BOOST_TEST(conn.stats().connects == 0u);
     // The server is unharmed.
     BOOST_TEST(env().srv->command({"PING"}) == "+PONG\r\n");
+}
+
+// Connects with `ctx` and `cfg` (no reconnect) and returns how async_run ended, and whether a
+// PING was answered; `lines` gets the connection's log.
+struct tls_attempt {
+    error_code run_ec;
+    bool pinged = false;
+};
+tls_attempt attempt_tls(ssl::context& ctx, connection_config cfg, corolock::logger log) {
+    cfg.reconnect_wait = 0s; // async_run ends with the first failure
+    asio::io_context ioc;
+    corolock::connection conn(ioc.get_executor(), ctx, cfg, std::move(log));
+    runner run;
+    tls_attempt out;
+    run_coroutine_test(
+        ioc,
+        [&]() -> awaitable<void> {
+            run.start(conn);
+            request ping;
+            ping.push("PING");
+            auto [ec, n] = co_await conn.async_exec(ping, corolock::ignore, tuple_deferred);
+            out.pinged = !ec;
+            conn.cancel();
+            BOOST_TEST(co_await wait_until_done(run, 10s));
+        }(),
+        30s);
+    out.run_ec = run.ec;
+    return out;
+}
+
+bool verify_failed(const error_code& ec) {
+    return ec.category() == asio::error::get_ssl_category() &&
+           ERR_GET_REASON(static_cast<unsigned long>(ec.value())) ==
+               SSL_R_CERTIFICATE_VERIFY_FAILED;
+}
+
+// Asio's default context verifies nothing (verify_none) and trusts no CA: the connection still
+// verifies the server, so a certificate from a CA nobody loaded is refused (the review's
+// "anyone who answers" hole: the handshake used to complete).
+BOOST_AUTO_TEST_CASE(a_context_that_verifies_nothing_still_refuses_an_untrusted_server,
+                     *boost::unit_test::precondition(tls_available)) {
+    ssl::context ctx(ssl::context::tls_client);
+    const auto r = attempt_tls(ctx, env().config(env().tls_port), quiet());
+    BOOST_TEST_MESSAGE("async_run: " << describe(r.run_ec));
+    BOOST_TEST(!r.pinged);
+    BOOST_TEST(verify_failed(r.run_ec));
+}
+
+// A certificate from a trusted CA, but for another host: the server answers on 127.0.0.2 too,
+// which its certificate (IP:127.0.0.1, DNS:localhost) does not name. Refused, with a context
+// that trusts the CA and leaves the verify mode at Asio's default.
+BOOST_AUTO_TEST_CASE(a_certificate_for_another_host_is_refused,
+                     *boost::unit_test::precondition(tls_available)) {
+    ssl::context ctx(ssl::context::tls_client);
+    ctx.load_verify_file(env().ca.cert);
+    auto cfg = env().config(env().tls_port);
+    cfg.host = "127.0.0.2";
+    const auto r = attempt_tls(ctx, cfg, quiet());
+    BOOST_TEST_MESSAGE("async_run: " << describe(r.run_ec));
+    BOOST_TEST(!r.pinged);
+    BOOST_TEST(verify_failed(r.run_ec));
+    // The same CA and address the certificate names: accepted (the refusal was the name's).
+    cfg.host = "127.0.0.1";
+    BOOST_TEST(attempt_tls(ctx, cfg, quiet()).pinged);
+}
+
+// The opt-out: any certificate is accepted, and every connect says so in the log.
+BOOST_AUTO_TEST_CASE(not_verifying_the_server_is_an_explicit_logged_choice,
+                     *boost::unit_test::precondition(tls_available)) {
+    ssl::context ctx(ssl::context::tls_client);
+    auto cfg = env().config(env().tls_port);
+    cfg.tls_verify_server = false;
+    auto lines = std::make_shared<std::vector<std::string>>();
+    corolock::logger log{
+        corolock::logger::level::warning,
+        [lines](corolock::logger::level, std::string_view m) { lines->emplace_back(m); }};
+    const auto r = attempt_tls(ctx, cfg, log);
+    BOOST_TEST(r.pinged);
+    const auto warned = std::count_if(lines->begin(), lines->end(), [](const std::string& l) {
+        return l.find("TLS without verifying the server") != std::string::npos;
+    });
+    BOOST_TEST(warned == 1);
+    // The same from a URL.
+    corolock::connection_config from_url = env().config(env().tls_port);
+    BOOST_TEST(!corolock::parse_connection_url(
+        "rediss://127.0.0.1:" + std::to_string(env().tls_port) + "?ssl_cert_reqs=none", from_url));
+    BOOST_TEST(attempt_tls(ctx, from_url, quiet()).pinged);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

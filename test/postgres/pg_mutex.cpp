@@ -2,6 +2,7 @@
 #include "common/child_process.hpp"
 #include "common/coro_test.hpp"
 #include "common/exclusion_check.hpp"
+#include "common/family_check.hpp"
 #include "common/meter_check.hpp"
 #include "common/test_config.hpp"
 #include "pg_test.hpp"
@@ -874,6 +875,18 @@ BOOST_AUTO_TEST_CASE(a_grant_survives_failover_to_a_synchronous_standby) {
         60s);
     for (const auto& line : log.lines) // the failover as the clients saw it
         BOOST_TEST_MESSAGE(line);
+}
+
+// The acquire family's rules (test/common/family_check.hpp), as every backend keeps them.
+BOOST_FIXTURE_TEST_CASE(acquire_family_rules_over_postgres, fixture) {
+    corolock::test::pg_clients c(ioc, {config(), config()});
+    run([&]() -> awaitable<void> {
+        mutex a(c[0], "family", lease_of(5s)), b(c[1], "family", lease_of(5s));
+        for (const auto& bad : co_await corolock::test::check_acquire_family(a, b))
+            BOOST_ERROR(bad);
+        BOOST_TEST(rows_of("family") == "0");
+        c.stop();
+    }());
 }
 
 // The exclusion checker written once against the concept (test/common/exclusion_check.hpp), over

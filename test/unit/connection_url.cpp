@@ -63,6 +63,15 @@ BOOST_AUTO_TEST_CASE(tls_and_credentials) {
     BOOST_TEST(c.password == "only-a-password");
     c = parsed("rediss://h");
     BOOST_TEST(c.use_tls);
+    BOOST_TEST(c.tls_verify_server); // verified unless the URL opts out
+    c = parsed("rediss://h:6390/2?ssl_cert_reqs=none");
+    BOOST_TEST(c.use_tls);
+    BOOST_TEST(!c.tls_verify_server);
+    BOOST_TEST(c.database == 2);
+    c.tls_verify_server = false;
+    BOOST_TEST(corolock::parse_connection_url("rediss://h?ssl_cert_reqs=required", c) ==
+               corolock::error_code());
+    BOOST_TEST(c.tls_verify_server);
 }
 
 BOOST_AUTO_TEST_CASE(unix_sockets) {
@@ -122,6 +131,9 @@ BOOST_AUTO_TEST_CASE(invalid_urls_of_every_shape) {
         {"redis://h?db", "db ''"},
         {"redis://h?db=", "db ''"},
         {"redis://h?timeout=5", "unknown query parameter 'timeout'"},
+        {"redis://h?ssl_cert_reqs=none", "ssl_cert_reqs is for rediss:// URLs"},
+        {"rediss://h?ssl_cert_reqs=optional", "ssl_cert_reqs 'optional' is not none or required"},
+        {"rediss://h?ssl_cert_reqs", "ssl_cert_reqs '' is not"},
         {"redis://h#frag", "fragment"},
         {"redis://user@h", "a user without a password"},
         {"redis://user:@h", "a user without a password"},
@@ -206,8 +218,12 @@ BOOST_AUTO_TEST_CASE(doc_states_the_defaults_and_limits) {
     BOOST_TEST(doc.find("an absolute path of at most 107 bytes") != std::string::npos);
     BOOST_TEST(!refused("unix:///" + std::string(106, 'p')));
     BOOST_TEST(refused("unix:///" + std::string(107, 'p')));
-    BOOST_TEST(doc.find("the only query parameter") != std::string::npos);
+    BOOST_TEST(doc.find("the only other query parameter") != std::string::npos);
     BOOST_TEST(refused("redis://h?ssl=true"));
+    BOOST_TEST(doc.find("| `tls_verify_server` | `true` |") != std::string::npos);
+    BOOST_TEST(connection_config{}.tls_verify_server);
+    BOOST_TEST(parsed("rediss://h").tls_verify_server);
+    BOOST_TEST(!parsed("rediss://h?ssl_cert_reqs=none").tls_verify_server);
     // with_lock_for bounds the wait, not the body (test/unit/with_lock.cpp checks the code).
     BOOST_TEST(doc.find("bound the **wait for the lock**") != std::string::npos);
     BOOST_TEST(doc.find("They do not bound the body") != std::string::npos);

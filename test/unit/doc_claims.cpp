@@ -173,6 +173,7 @@ std::map<std::string, std::string> registry() {
     r["connection_config.port"] = text(c.port);
     r["connection_config.unix_socket"] = text(c.unix_socket);
     r["connection_config.use_tls"] = flag(c.use_tls);
+    r["connection_config.tls_verify_server"] = flag(c.tls_verify_server);
     r["connection_config.username"] = text(c.username);
     r["connection_config.password"] = text(c.password);
     r["connection_config.database"] = std::to_string(c.database);

@@ -141,9 +141,13 @@ BOOST_AUTO_TEST_CASE(messages_name_the_real_cause) {
     const auto wrong = error_code(cl::error::wrong_type).message();
     BOOST_TEST(wrong.find("derived") != std::string::npos);
     BOOST_TEST(wrong.find(":fence") != std::string::npos);
+    // Short, and no backend's rules (a PostgreSQL name got the Redis and ZooKeeper text): the
+    // log names the rule (test/integration/misuse.cpp, an_invalid_argument_names_its_field).
     const auto name = error_code(cl::error::invalid_name).message();
-    BOOST_TEST(name.find("(empty)") == std::string::npos);
-    BOOST_TEST(name.find("'}'") != std::string::npos);
+    BOOST_TEST(name.size() < 80u);
+    BOOST_TEST(name.find("ZooKeeper") == std::string::npos);
+    BOOST_TEST(name.find("Redis") == std::string::npos);
+    BOOST_TEST(name.find("log") != std::string::npos);
     BOOST_TEST(error_code(cl::error::invalid_lease).message().find("10 ms") != std::string::npos);
     BOOST_TEST(error_code(cl::error::invalid_url) == condition::invalid_argument);
 }

@@ -3,6 +3,7 @@
 // sleeps: time moves only through local_backend::advance.
 #include "common/coro_test.hpp"
 #include "common/exclusion_check.hpp"
+#include "common/family_check.hpp"
 #include "common/meter_check.hpp"
 #include <corolock/local_mutex.hpp>
 #include <corolock/with_lock.hpp>
@@ -74,6 +75,15 @@ struct fixture {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(local_mutex)
+
+// The acquire family's rules (test/common/family_check.hpp), as every backend keeps them.
+BOOST_FIXTURE_TEST_CASE(acquire_family_rules, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::local_mutex a(backend, "family"), b(backend, "family");
+        for (const auto& bad : co_await corolock::test::check_acquire_family(a, b))
+            BOOST_ERROR(bad);
+    });
+}
 
 BOOST_FIXTURE_TEST_CASE(acquire_try_release_and_tokens, fixture) {
     run([&]() -> awaitable<void> {

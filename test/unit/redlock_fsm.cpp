@@ -578,4 +578,33 @@ BOOST_AUTO_TEST_CASE(replies_decode_into_votes) {
     BOOST_TEST(redlock_release_script().source().find("pcall('PUBLISH'") != std::string::npos);
 }
 
+// A wait already over when it began (the driver turns it into one round, `held_is_timeout`):
+// a free lock is granted, a held one is acquire_timeout, not an empty lease; nodes that do not
+// answer are quorum_not_reached, as a try's.
+BOOST_AUTO_TEST_CASE(a_wait_already_over_is_one_round_and_held_is_a_timeout) {
+    std::minstd_rand rng(1);
+    for (const vote other : {vote::refused, vote::granted, vote::failed}) {
+        auto p = params(3, never, true);
+        p.held_is_timeout = true;
+        redlock_acquire_fsm f(p);
+        f.start(t0);
+        f.on_vote(t0 + 1ms, 1, 0, other, rng);
+        const auto a = f.on_vote(t0 + 2ms, 1, 1, other, rng);
+        BOOST_TEST(a.complete);
+        BOOST_TEST(a.granted == (other == vote::granted));
+        if (other == vote::refused)
+            BOOST_TEST(a.ec == error::acquire_timeout);
+        if (other == vote::failed)
+            BOOST_TEST(a.ec == error::quorum_not_reached);
+    }
+    // A try (held_is_timeout off) that finds the lock held: an empty lease, no error.
+    redlock_acquire_fsm f(params(3, never, true));
+    f.start(t0);
+    f.on_vote(t0 + 1ms, 1, 0, vote::refused, rng);
+    const auto a = f.on_vote(t0 + 2ms, 1, 1, vote::refused, rng);
+    BOOST_TEST(a.complete);
+    BOOST_TEST(!a.granted);
+    BOOST_TEST(!a.ec);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

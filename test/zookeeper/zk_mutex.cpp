@@ -3,6 +3,7 @@
 // cancellation in every state, reentrant holds, fenced writes, bad arguments, the generic
 // exclusion checker, and a node deleted by someone else.
 #include "common/exclusion_check.hpp"
+#include "common/family_check.hpp"
 #include "common/fault_proxy.hpp"
 #include "common/meter_check.hpp"
 #include "common/redis_process.hpp"
@@ -223,6 +224,18 @@ BOOST_FIXTURE_TEST_CASE(fenced_write_and_deletion_by_anyone, zk_fixture) {
                    "two");
         auto [rec] = co_await l.async_release(tuple);
         BOOST_TEST(rec == corolock::error::lease_lost);
+    });
+}
+
+BOOST_FIXTURE_TEST_CASE(acquire_family_rules_over_zookeeper, zk_fixture) {
+    run([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        running_zk c(ex, zk_test_config());
+        running_zk d(ex, zk_test_config());
+        zk_mutex a(*c, "/corolock/test/family"), b(*d, "/corolock/test/family");
+        for (const auto& bad : co_await corolock::test::check_acquire_family(a, b))
+            BOOST_ERROR(bad);
+        BOOST_TEST(co_await wait_ephemerals(shared_zk(), 0) == 0);
     });
 }
 

@@ -2,6 +2,7 @@
 #ifndef COROLOCK_POSTGRES_CONNECTION_HPP
 #define COROLOCK_POSTGRES_CONNECTION_HPP
 
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/logger.hpp>
@@ -27,7 +28,6 @@ namespace corolock {
 namespace detail {
 class pg_connection_impl;
 struct pg_listener_state;
-struct pg_access; // the library's one door to the implementation objects
 } // namespace detail
 
 /// One parameter of a statement, sent as text: a value, or SQL NULL (`std::nullopt`).
@@ -66,7 +66,7 @@ public:
     void clear() noexcept { *this = pg_result(); }
 
 private:
-    friend struct detail::pg_access;
+    friend struct detail::access;
     std::vector<std::string> values_;
     std::vector<bool> nulls_;
     std::size_t rows_ = 0;
@@ -236,7 +236,7 @@ public:
     pg_connection_stats stats() const noexcept;
 
 private:
-    friend struct detail::pg_access;
+    friend struct detail::access;
     void run_impl(boost::asio::any_completion_handler<void(error_code)> handler);
     void query_impl(std::string_view sql, std::span<const pg_param> params, pg_result& out,
                     boost::asio::any_completion_handler<void(error_code)> handler);

@@ -3,10 +3,12 @@
 #define COROLOCK_POSTGRES_MUTEX_HPP
 
 #include <corolock/capabilities.hpp>
-#include <corolock/detail/deadline.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
+#include <corolock/lease_base.hpp>
+#include <corolock/lock_handle_base.hpp>
 #include <corolock/postgres/config.hpp>
 #include <corolock/postgres/connection.hpp>
 
@@ -27,7 +29,6 @@ namespace corolock {
 namespace detail {
 struct pg_lease_state;
 struct pg_mutex_core;
-struct pg_lease_access;
 } // namespace detail
 
 class pg_nested_hold;
@@ -40,11 +41,21 @@ class pg_nested_hold;
 /// Destroying a lease that still owns the lock never blocks: it stops the watchdog and sends the
 /// owner-checked release without waiting for it.
 ///
+/// Loss and release (`lease_base`: async_wait_lost, async_release):
+/// - Lost (`lease_lost`) when it expires by the local deadline or a renewal is refused (the row
+///   is gone or another owner's), or `max_hold_reached`.
+/// - The release is an owner-checked `DELETE` that announces the release with `NOTIFY`; it
+///   completes when the server answers or the connection fails, both promptly. It fails with
+///   `lease_lost` or `max_hold_reached` when the lease was lost before the release, or the row
+///   was gone or another owner's (the critical section may have overlapped a later owner), and
+///   with connection errors when the outcome is unknown (the row expires with its lease).
+///
 /// Thread safety: one lease is used by one coroutine at a time; the getters may be called from
 /// any thread.
 /// Lifetime: a lease keeps its connection's state alive, not its execution context: destroy
 /// leases before the io_context they were acquired on.
-class COROLOCK_DECL pg_lease {
+class COROLOCK_DECL pg_lease
+    : public lease_base<pg_lease, std::shared_ptr<detail::pg_lease_state>> {
 public:
     /// The clock of `valid_until()`.
     using clock = std::chrono::steady_clock;
@@ -58,10 +69,6 @@ public:
     pg_lease& operator=(pg_lease&& other) noexcept;
     ~pg_lease();
 
-    /// True if this object owns an acquisition it has not released (it may have been lost).
-    bool owns() const noexcept { return state_ != nullptr; }
-    /// `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// Owns, not reported lost, and the local deadline has not passed: checks the clock.
     bool valid() const noexcept;
     /// The local end of the lease: the send time of the acquire (or of the last renewal) plus
@@ -84,49 +91,6 @@ public:
     /// every nested hold taken from it are gone. Requires `owns()`.
     pg_nested_hold hold() const;
 
-    /// Completes when the lease is lost.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the lease may be moved or released meanwhile.
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
-    /// Errors: `lease_lost` (expired by the local deadline, renewal refused: the row is gone or
-    /// another owner's) or `max_hold_reached` when lost; `operation_aborted` when it is
-    /// released first or the wait is cancelled; `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::pg_lease_state> s) {
-                wait_lost_impl(std::move(s), std::move(handler));
-            },
-            token, state_);
-    }
-
-    /// Releases the lock: an owner-checked `DELETE` that announces the release with `NOTIFY`.
-    /// The lease is empty from the call on. With nested holds still alive, nothing is sent and
-    /// this completes at once (with the loss, if the lease was lost): the last hold to end
-    /// releases.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the lease is consumed when this is called).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none once called: it completes when the server answers or the connection
-    /// fails, both promptly.
-    /// Errors: `lease_lost` or `max_hold_reached` (lost before the release, or the row was gone
-    /// or another owner's: the critical section may have overlapped a later owner);
-    /// `not_owner` for an empty lease; connection errors (the outcome is unknown: the row
-    /// expires with its lease).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::pg_lease_state> s) {
-                release_impl(std::move(s), std::move(handler));
-            },
-            token, std::move(state_));
-    }
-
     /// Runs one SQL statement only while this lease is current: in one transaction, a check
     /// that the table's row for the name still has this owner and token and has not expired
     /// (it takes a share lock on the row, so no acquire or release can change it before the
@@ -144,30 +108,26 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_fenced_query(std::string_view sql, std::span<const pg_param> params, pg_result& out,
                             CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::pg_lease_state> s, std::string_view sql,
-               std::span<const pg_param> params, pg_result* out) {
-                fenced_impl(std::move(s), sql, params, *out, std::move(handler));
-            },
-            token, state_, sql, params, &out);
+        return detail::initiate_on(std::forward<CompletionToken>(token), &fenced_impl, share_, sql,
+                                   params, &out);
     }
 
 private:
-    friend struct detail::pg_lease_access;
+    friend class lease_base<pg_lease, std::shared_ptr<detail::pg_lease_state>>;
+    friend struct detail::access;
     friend class pg_nested_hold;
-    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
-    explicit pg_lease(std::shared_ptr<detail::pg_lease_state> s) noexcept : state_(std::move(s)) {}
+    explicit pg_lease(std::shared_ptr<detail::pg_lease_state> s) noexcept
+        : lease_base(std::move(s)) {}
     void reset() noexcept;
     static void wait_lost_impl(std::shared_ptr<detail::pg_lease_state> s, handler_ec h);
     static void release_impl(std::shared_ptr<detail::pg_lease_state> s, handler_ec h);
     static void fenced_impl(std::shared_ptr<detail::pg_lease_state> s, std::string_view sql,
-                            std::span<const pg_param> params, pg_result& out, handler_ec h);
-
-    std::shared_ptr<detail::pg_lease_state> state_;
+                            std::span<const pg_param> params, pg_result* out, handler_ec h);
 };
 
 /// A nested hold on a `pg_lease` (see `pg_lease::hold`). Move-only; ending it never blocks.
-class COROLOCK_DECL pg_nested_hold {
+class COROLOCK_DECL pg_nested_hold
+    : public hold_base<pg_nested_hold, std::shared_ptr<detail::pg_lease_state>> {
 public:
     pg_nested_hold() noexcept = default;
     /// Moves the hold; `other` is left empty.
@@ -176,10 +136,6 @@ public:
     pg_nested_hold& operator=(pg_nested_hold&& other) noexcept;
     ~pg_nested_hold();
 
-    /// True unless empty (moved from, released).
-    bool owns() const noexcept { return state_ != nullptr; }
-    /// `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
     /// The lease's fencing token (value 0 when empty).
@@ -188,31 +144,14 @@ public:
     /// share of the lease, the release goes out in the background.
     void reset() noexcept;
 
-    /// Ends this hold. If it is the last share of its lease (the lease and every other hold
-    /// have ended), this sends the release and completes with its outcome; otherwise it
-    /// completes at once.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the hold is consumed when this is called).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none once called: a release completes when the server answers or the
-    /// connection fails, both promptly.
-    /// Errors: as `pg_lease::async_release`.
-    /// Thread safety: as `pg_lease`.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::pg_lease_state> s) {
-                pg_lease::release_impl(std::move(s), std::move(handler));
-            },
-            token, std::move(state_));
-    }
-
 private:
+    friend class hold_base<pg_nested_hold, std::shared_ptr<detail::pg_lease_state>>;
     friend class pg_lease;
     explicit pg_nested_hold(std::shared_ptr<detail::pg_lease_state> s) noexcept
-        : state_(std::move(s)) {}
-    std::shared_ptr<detail::pg_lease_state> state_;
+        : hold_base(std::move(s)) {}
+    static void release_impl(std::shared_ptr<detail::pg_lease_state> s, handler_ec h) {
+        pg_lease::release_impl(std::move(s), std::move(h));
+    }
 };
 
 /// A distributed lock on one name, kept in a PostgreSQL table (`corolock_locks`, one row per
@@ -226,19 +165,26 @@ private:
 /// without it, or after an older corolock's install, fails with `server_error` (SQLSTATE 42883:
 /// no `corolock_acquire`; the log says to run `async_install`).
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire):
+/// - Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
+/// - Cancellation: if the statement in flight took the lock, the row is deleted (owner-checked)
+///   when its answer arrives.
+/// - Errors: `invalid_name`, `invalid_lease`, `invalid_argument` (before anything is sent);
+///   `not_connected`; `server_error` (e.g. no schema, or an older corolock's: see
+///   `async_install`); `readonly` (a standby). A lost connection during the wait is ridden out:
+///   the attempt whose outcome is unknown is undone by an owner-checked delete queued before the
+///   next attempt, which uses a new owner id. A bounded wait that runs out with no answer from
+///   the server fails with `server_timeout` (a later grant is given back).
+/// - A try also fails with `connection_lost` when the connection drops with the attempt in
+///   flight (it is undone).
+///
 /// Thread safety: every member function may be called from any thread, concurrently.
 /// Lifetime: the connection must outlive the mutex. Destroying the mutex cancels its pending
 /// acquires (`operation_aborted`); leases already given out live on.
-class COROLOCK_DECL pg_mutex {
+class COROLOCK_DECL pg_mutex : public lock_handle_base<pg_mutex, pg_lease> {
 public:
     /// The executor of the connection.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock of deadlines and leases.
-    using clock = std::chrono::steady_clock;
-    /// Durations of waits and leases.
-    using duration = clock::duration;
-    /// What an acquisition gives.
-    using lease_type = pg_lease;
     /// Tokens from a sequence (a total order, no clock assumption); a holder knows its loss by
     /// `valid_until()`; an owner per acquisition (its row's owner id). A grant survives a
     /// failover only with a synchronous standby (`synchronous_commit = remote_apply`), which is
@@ -282,82 +228,13 @@ public:
             this);
     }
 
-    /// Waits until the lock is ours.
-    ///
-    /// Completion signature: `void(error_code, pg_lease)`; the lease owns the lock on success.
-    /// Object lifetimes: the mutex may be destroyed meanwhile (the acquire is then cancelled).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total. Completes promptly with `operation_aborted`; if
-    /// the statement in flight took the lock, the row is deleted (owner-checked) when its
-    /// answer arrives.
-    /// Errors: `invalid_name`, `invalid_lease`, `invalid_argument` (before anything is sent);
-    /// `not_connected`; `server_error` (e.g. no schema, or an older corolock's: see
-    /// `async_install`); `readonly` (a standby). A lost connection during the wait is ridden
-    /// out: the attempt whose outcome is unknown is undone by an owner-checked delete queued
-    /// before the next attempt, which uses a new owner id.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait`.
-    ///
-    /// Completion signature: `void(error_code, pg_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `invalid_wait` when `wait` is negative (before anything is
-    /// sent) and `acquire_timeout` when `wait` passed first.
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up at `deadline`.
-    ///
-    /// Completion signature: `void(error_code, pg_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire_for (a deadline already past still makes one attempt).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
-        return initiate(deadline == clock::time_point::min() ? deadline + duration(1) : deadline,
-                        false, std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt, no waiting for the lock.
-    ///
-    /// Completion signature: `void(error_code, pg_lease)`; an empty lease with no error means
-    /// another owner holds the lock.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `connection_lost` when the connection drops with the
-    /// attempt in flight (it is undone).
-    /// Thread safety: any thread.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
     /// Cancels every pending acquire of this mutex (`operation_aborted`). Leases are untouched.
     void cancel();
 
 private:
+    friend class lock_handle_base<pg_mutex, pg_lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, pg_lease)>;
 
-    template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, pg_lease)>(
-            [](auto handler, pg_mutex* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
-            },
-            token, this, deadline, once);
-    }
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
     void install_impl(boost::asio::any_completion_handler<void(error_code)> h);
 

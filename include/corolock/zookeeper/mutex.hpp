@@ -3,11 +3,13 @@
 #define COROLOCK_ZOOKEEPER_MUTEX_HPP
 
 #include <corolock/capabilities.hpp>
+#include <corolock/detail/access.hpp>
 #include <corolock/detail/deadline.hpp>
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
-#include <corolock/lease.hpp>
+#include <corolock/lease_base.hpp>
+#include <corolock/lock_handle_base.hpp>
 #include <corolock/zookeeper/connection.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -24,7 +26,6 @@ namespace corolock {
 
 namespace detail {
 struct zk_grant;
-struct zk_acquire_op;
 } // namespace detail
 
 class zk_hold;
@@ -38,10 +39,19 @@ class zk_hold;
 /// deletes the node. `token()` is the node's `czxid`: a total order across the ensemble, with no
 /// clock assumption.
 ///
+/// Loss and release (`lease_base`: async_wait_lost, async_release):
+/// - Lost (`lease_lost`) when the session expires, or is suspended past `valid_until()`, or
+///   anyone deletes the node, or the connection is stopped.
+/// - The release deletes the node (its successor's watch wakes it). It waits until the node is
+///   gone or known gone, or, with no server answering, at most until the lease's validity ends
+///   (the delete then goes out after a reconnect, or the node goes with the session). It fails
+///   with `lease_lost` when the lease was lost before the release, or while its delete was
+///   unanswered (the section may have overlapped another owner).
+///
 /// Thread safety: one lease is used by one coroutine at a time; the getters may be called from
 /// any thread.
 /// Executors: operations complete on the token's associated executor, else the connection's.
-class COROLOCK_DECL zk_lease {
+class COROLOCK_DECL zk_lease : public lease_base<zk_lease, std::shared_ptr<detail::zk_grant>> {
 public:
     /// `valid_until()`'s clock.
     using clock = std::chrono::steady_clock;
@@ -54,10 +64,6 @@ public:
     zk_lease& operator=(zk_lease&& other) noexcept;
     ~zk_lease();
 
-    /// True if this object owns an acquisition it has not released (it may have been lost).
-    bool owns() const noexcept { return grant_ != nullptr; }
-    /// `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// Owns, not lost, and the clock is before `valid_until()`.
     bool valid() const noexcept;
     /// The last reply from a server + the session timeout - the margin; pushed on by every
@@ -73,51 +79,6 @@ public:
     /// `std::logic_error`).
     zk_hold hold() const;
 
-    /// Completes when the lease is lost.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the lease may be moved or released meanwhile.
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted`.
-    /// Errors: `lease_lost` (the session expired, or was suspended past `valid_until()`, or the
-    /// node was deleted, or the connection was stopped); `operation_aborted` when it is released
-    /// first or the wait is cancelled; `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::zk_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                wait_lost_impl(std::move(g), std::move(handler));
-            },
-            token, grant_);
-    }
-
-    /// Releases the lock: deletes the node (its successor's watch wakes it). The lease is empty
-    /// from the call on. With nested holds alive, the last of them deletes the node.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the lease is consumed when this is called).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none (it waits until the node is gone or known gone, or, with no server
-    /// answering, at most until the lease's validity ends; the delete then goes out after a
-    /// reconnect, or the node goes with the session).
-    /// Errors: `lease_lost` (lost before the release, or while its delete was unanswered: the
-    /// section may have overlapped another
-    /// owner); `not_owner` for an empty lease.
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::zk_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                release_impl(std::move(g), std::move(handler));
-            },
-            token, std::move(grant_));
-    }
-
     /// Writes `data` to the node `path` (created if missing) in one ZooKeeper transaction that
     /// also checks this lease's node still exists: a holder that lost the lock cannot write.
     ///
@@ -131,35 +92,26 @@ public:
     /// Thread safety: as the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_fenced_write(std::string path, std::string data, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::zk_grant> g, std::string path,
-               std::string data) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                fenced_write_impl(std::move(g), std::move(path), std::move(data),
-                                  std::move(handler));
-            },
-            token, grant_, std::move(path), std::move(data));
+        return detail::initiate_on(std::forward<CompletionToken>(token), &fenced_write_impl, share_,
+                                   std::move(path), std::move(data));
     }
 
 private:
+    friend class lease_base<zk_lease, std::shared_ptr<detail::zk_grant>>;
     friend class zk_mutex;
     friend class zk_shared_mutex;
     friend class zk_hold;
-    friend struct detail::zk_acquire_op;
-    using handler_ec = boost::asio::any_completion_handler<void(error_code)>;
-    explicit zk_lease(std::shared_ptr<detail::zk_grant> g) noexcept : grant_(std::move(g)) {}
+    friend struct detail::access;
+    explicit zk_lease(std::shared_ptr<detail::zk_grant> g) noexcept : lease_base(std::move(g)) {}
     static void wait_lost_impl(std::shared_ptr<detail::zk_grant> g, handler_ec h);
     static void release_impl(std::shared_ptr<detail::zk_grant> g, handler_ec h);
     static void fenced_write_impl(std::shared_ptr<detail::zk_grant> g, std::string path,
                                   std::string data, handler_ec h);
-
-    std::shared_ptr<detail::zk_grant> grant_;
 };
 
 /// A nested hold on a zk_lease (see `zk_lease::hold`): the node is deleted when the lease and
 /// every hold are gone.
-class COROLOCK_DECL zk_hold {
+class COROLOCK_DECL zk_hold : public hold_base<zk_hold, std::shared_ptr<detail::zk_grant>> {
 public:
     /// An empty hold.
     zk_hold() noexcept = default;
@@ -169,10 +121,6 @@ public:
     zk_hold& operator=(zk_hold&& other) noexcept;
     ~zk_hold();
 
-    /// True while this hold is a share of a grant.
-    bool owns() const noexcept { return grant_ != nullptr; }
-    /// `owns()`.
-    explicit operator bool() const noexcept { return owns(); }
     /// As the lease's.
     bool valid() const noexcept;
     /// As the lease's.
@@ -180,30 +128,13 @@ public:
     /// Ends this hold now (as the last share of a released lease, deletes the node).
     void reset() noexcept;
 
-    /// Ends this hold; as the last share of a lease already released, deletes the node and
-    /// completes with the outcome, otherwise completes at once.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: none (the hold is consumed when this is called).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none.
-    /// Errors: `lease_lost` (the lease was lost before the release); `not_owner` when empty.
-    /// Thread safety: as zk_lease.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_release(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::zk_grant> g) {
-                if (!g)
-                    return detail::fail_empty(std::move(handler));
-                zk_lease::release_impl(std::move(g), std::move(handler));
-            },
-            token, std::move(grant_));
-    }
-
 private:
+    friend class hold_base<zk_hold, std::shared_ptr<detail::zk_grant>>;
     friend class zk_lease;
-    explicit zk_hold(std::shared_ptr<detail::zk_grant> g) noexcept : grant_(std::move(g)) {}
-    std::shared_ptr<detail::zk_grant> grant_;
+    explicit zk_hold(std::shared_ptr<detail::zk_grant> g) noexcept : hold_base(std::move(g)) {}
+    static void release_impl(std::shared_ptr<detail::zk_grant> g, handler_ec h) {
+        zk_lease::release_impl(std::move(g), std::move(h));
+    }
 };
 
 /// A lock on one ZooKeeper path of a `zk_connection` (doc/zookeeper.md). Shared by the
@@ -211,18 +142,23 @@ private:
 /// named by a CSPRNG owner id and gets its own `zk_lease`. Waiters are served in the order of
 /// their nodes (FIFO), and a release wakes exactly one waiter.
 ///
+/// Acquiring (`lock_handle_base`: async_acquire, _for, _until, async_try_acquire):
+/// - Object lifetimes: the mutex and its connection must outlive the operation.
+/// - Cancellation: completes at once, even with no server answering; the waiter's node is
+///   deleted (when the server cannot be reached, after the reconnect, or it goes with the
+///   session). A bounded wait that runs out deletes its node the same way.
+/// - Errors: `invalid_name` (before anything is sent); `auth_failed`, `server_error` (refused,
+///   e.g. by an ACL); `connection_lost` (the connection was stopped). A try also fails with
+///   `connection_lost` when no server answered its attempt within the session timeout, or the
+///   connection dropped with it unanswered (the lock may be free); a try's own node is deleted
+///   before it completes.
+///
 /// Thread safety: as zk_connection.
 /// Lifetime: the connection must outlive the mutex; leases keep the session's state alive.
-class COROLOCK_DECL zk_mutex {
+class COROLOCK_DECL zk_mutex : public lock_handle_base<zk_mutex, zk_lease> {
 public:
     /// The executor of the connection.
     using executor_type = boost::asio::any_io_executor;
-    /// The clock of deadlines and of `valid_until()`.
-    using clock = std::chrono::steady_clock;
-    /// Durations of waits.
-    using duration = clock::duration;
-    /// What an acquisition gives.
-    using lease_type = zk_lease;
     /// czxid tokens (a total order, no clock); a grant acknowledged by a quorum survives a
     /// leader's failure; a holder knows its loss by `valid_until()`; an owner per acquisition
     /// (its node), within the connection's session.
@@ -246,81 +182,13 @@ public:
     /// The lock's path.
     const std::string& name() const noexcept { return path_; }
 
-    /// Waits until the lock is ours.
-    ///
-    /// Completion signature: `void(error_code, zk_lease)`.
-    /// Object lifetimes: the mutex and its connection must outlive the operation.
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial, total: completes with `operation_aborted` at once, even
-    /// with no server answering; the waiter's node is deleted (when the server cannot be
-    /// reached, after the reconnect, or it goes with the session).
-    /// Errors: `invalid_name` (before anything is sent); `auth_failed`, `server_error`
-    /// (refused, e.g. by an ACL); `connection_lost` (the connection was stopped).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up after `wait`.
-    ///
-    /// Completion signature: `void(error_code, zk_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// A zero wait is one attempt (as a try: a free lock is granted). The deadline holds even
-    /// with no server answering.
-    /// Errors: as async_acquire, plus `invalid_wait` (negative) and `acquire_timeout` (its node
-    /// deleted).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_for(duration wait, CompletionToken&& token = {}) {
-        return initiate(detail::deadline_of(wait), false, std::forward<CompletionToken>(token));
-    }
-
-    /// As async_acquire, but gives up at `deadline`.
-    ///
-    /// Completion signature: `void(error_code, zk_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `acquire_timeout` (also with no server answering; a
-    /// deadline already passed is one attempt).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_acquire_until(clock::time_point deadline, CompletionToken&& token = {}) {
-        return initiate(deadline, false, std::forward<CompletionToken>(token));
-    }
-
-    /// One attempt: an empty lease with no error when an earlier node exists (its own node is
-    /// deleted before completing).
-    ///
-    /// Completion signature: `void(error_code, zk_lease)`.
-    /// Object lifetimes: as async_acquire.
-    /// Executor: as async_acquire.
-    /// Cancellation: as async_acquire.
-    /// Errors: as async_acquire, plus `connection_lost` (no server answered the attempt within
-    /// the session timeout, or the connection dropped with it unanswered: the lock may be free).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_try_acquire(CompletionToken&& token = {}) {
-        return initiate(clock::time_point::max(), true, std::forward<CompletionToken>(token));
-    }
-
     /// Cancels every pending acquire of this mutex (`operation_aborted`). Leases are untouched.
     void cancel();
 
 private:
+    friend class lock_handle_base<zk_mutex, zk_lease>;
     using acquire_handler = boost::asio::any_completion_handler<void(error_code, zk_lease)>;
 
-    template <class CompletionToken>
-    auto initiate(clock::time_point deadline, bool once, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, zk_lease)>(
-            [](auto handler, zk_mutex* self, clock::time_point deadline, bool once) {
-                self->acquire_impl(deadline, once, std::move(handler));
-            },
-            token, this, deadline, once);
-    }
     void acquire_impl(clock::time_point deadline, bool once, acquire_handler h);
 
     std::shared_ptr<detail::zk_session> session_;

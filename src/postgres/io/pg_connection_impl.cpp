@@ -478,8 +478,8 @@ void pg_connection_impl::store(::pg_result* r, pg_statement& st) {
     case PGRES_COMMAND_OK:
     case PGRES_EMPTY_QUERY: {
         const int rows = PQntuples(r), cols = PQnfields(r);
-        auto& values = pg_access::values(out);
-        auto& nulls = pg_access::nulls(out);
+        auto& values = access::values(out);
+        auto& nulls = access::nulls(out);
         values.clear();
         nulls.clear();
         values.reserve(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
@@ -491,21 +491,21 @@ void pg_connection_impl::store(::pg_result* r, pg_statement& st) {
                 values.emplace_back(null ? "" : PQgetvalue(r, row, col),
                                     null ? 0 : static_cast<std::size_t>(PQgetlength(r, row, col)));
             }
-        pg_access::shape(out, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
+        access::shape(out, static_cast<std::size_t>(rows), static_cast<std::size_t>(cols));
         std::string tag = PQcmdStatus(r);
         if (tag.empty())
             tag = "EMPTY";
         const auto affected = affected_from_tag(tag);
-        pg_access::status(out, std::move(tag), affected);
+        access::status(out, std::move(tag), affected);
         break;
     }
     case PGRES_PIPELINE_ABORTED:
-        pg_access::failure(out, "", "not run: an earlier query of the statement failed");
+        access::failure(out, "", "not run: an earlier query of the statement failed");
         break;
     case PGRES_COPY_IN:
     case PGRES_COPY_OUT:
     case PGRES_COPY_BOTH:
-        pg_access::failure(out, "", "COPY is not supported on a corolock connection");
+        access::failure(out, "", "COPY is not supported on a corolock connection");
         break;
     default: {
         const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
@@ -514,7 +514,7 @@ void pg_connection_impl::store(::pg_result* r, pg_statement& st) {
             msg.pop_back();
         if (msg.empty())
             msg = PQresStatus(PQresultStatus(r));
-        pg_access::failure(out, state != nullptr ? state : "", std::move(msg));
+        access::failure(out, state != nullptr ? state : "", std::move(msg));
         break;
     }
     }

@@ -5,6 +5,7 @@
 #ifndef COROLOCK_SRC_IO_PG_CONNECTION_IMPL_HPP
 #define COROLOCK_SRC_IO_PG_CONNECTION_IMPL_HPP
 
+#include "core/access.hpp"
 #include "core/backoff.hpp"
 #include "postgres/core/pg_session_fsm.hpp"
 #include "postgres/core/pg_statement_queue.hpp"
@@ -178,31 +179,6 @@ private:
     std::uint64_t session_ = 0; // counts sessions: a timer of an old one does nothing
     std::minstd_rand rng_;
     std::atomic<std::uint64_t> statements_{0}, results_{0}, notifications_{0}, connects_{0};
-};
-
-// The library's one door to the public objects' insides.
-struct pg_access {
-    static const std::shared_ptr<pg_connection_impl>& impl(const pg_connection& c) noexcept {
-        return c.impl_;
-    }
-    static pg_result& reset(pg_result& r) noexcept {
-        r.clear();
-        return r;
-    }
-    static std::vector<std::string>& values(pg_result& r) noexcept { return r.values_; }
-    static std::vector<bool>& nulls(pg_result& r) noexcept { return r.nulls_; }
-    static void shape(pg_result& r, std::size_t rows, std::size_t columns) noexcept {
-        r.rows_ = rows;
-        r.columns_ = columns;
-    }
-    static void status(pg_result& r, std::string status, std::uint64_t affected) {
-        r.status_ = std::move(status);
-        r.affected_ = affected;
-    }
-    static void failure(pg_result& r, std::string sqlstate, std::string message) {
-        r.sqlstate_ = std::move(sqlstate);
-        r.error_message_ = std::move(message);
-    }
 };
 
 } // namespace corolock::detail

@@ -287,7 +287,7 @@ void pg_lock_service::complete(pg_acquire_op& op, error_code ec, bool granted) {
         if (c.opts.max_hold > clock::duration::zero())
             st->watch.max_hold_at = op.fsm.sent() + c.opts.max_hold;
         hold(st, op.fsm.sent());
-        l = pg_lease_access::make(std::move(st));
+        l = access::construct<pg_lease>(std::move(st));
     }
     deliver(unlist(op), conn_->get_executor(), ec, std::move(l));
 }

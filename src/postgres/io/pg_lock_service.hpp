@@ -113,10 +113,6 @@ struct pg_xact_op : pg_op<pg_xact_op, pg_xact_core, void(error_code)> {
     std::vector<pg_result> answer;             // the concluded attempt's results of `queries`
 };
 
-struct pg_lease_access {
-    static pg_lease make(std::shared_ptr<pg_lease_state> s) { return pg_lease(std::move(s)); }
-};
-
 class pg_lock_service : public std::enable_shared_from_this<pg_lock_service> {
 public:
     using clock = std::chrono::steady_clock;

@@ -4,6 +4,7 @@
 // feeds the replies back.
 #include "zookeeper/io/zk_lock_op.hpp"
 
+#include "core/access.hpp"
 #include "core/exec_cancel.hpp"
 #include "io/deliver.hpp"
 #include "io/owner_id.hpp"
@@ -306,7 +307,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
         fsm->node_dropped();
         session->add_grant(g);
         g->watch_node();
-        return zk_lease(std::move(g));
+        return access::construct<zk_lease>(std::move(g));
     }
 
     asio::awaitable<void> run() {
