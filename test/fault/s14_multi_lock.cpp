@@ -113,7 +113,10 @@ asio::awaitable<void> mover(worker_io& io, std::int64_t until_ns, std::uint64_t 
             ++n.aborted;
             continue;
         }
-        if (ec == corolock::error::acquire_timeout || ec == corolock::error::server_timeout) {
+        // connect_timeout: no attempt answered while the connection was down, its reconnect
+        // timed out (what an acquire on a down connection reports instead of server_timeout).
+        if (ec == corolock::error::acquire_timeout || ec == corolock::error::server_timeout ||
+            ec == corolock::error::connect_timeout) {
             ++n.timeouts;
             continue;
         }

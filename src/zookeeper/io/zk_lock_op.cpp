@@ -418,10 +418,11 @@ void cancel_zk_acquires(const std::shared_ptr<zk_session>& s, std::uint64_t mute
 
 void start_zk_acquire(std::shared_ptr<zk_session> s, zk_lock_request req, zk_acquire_handler h) {
     if (const auto problem = zk_path_problem(req.path); !problem.empty()) {
-        // The error's text covers every backend: the log says what is wrong with this path.
+        // The error's text names no backend: the warning says what is wrong with this path.
         const error_code ec = error::invalid_name;
-        s->log(logger::level::debug, "zookeeper: acquire of \"" + req.path + "\": " + ec.message() +
-                                         ": this path " + std::string(problem));
+        s->log(logger::level::warning, "zookeeper: acquire of \"" + req.path +
+                                           "\": " + ec.message() + ": this path " +
+                                           std::string(problem) + " (nothing was sent)");
         return deliver(std::move(h), s->executor(), ec, zk_lease());
     }
     if (req.deadline == clock::time_point::min())
