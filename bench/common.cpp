@@ -28,7 +28,8 @@ namespace corolock::bench {
 // options
 
 void usage(std::ostream& os) {
-    os << "usage: corolock-bench pipeline|lock|soak|multi|redlock|cluster|sync|rate|zk [options]\n"
+    os << "usage: corolock-bench pipeline|lock|soak|multi|redlock|cluster|sync|rate|election|zk "
+          "[options]\n"
           "  pipeline: K coroutines loop SET over one connection, next to redis-benchmark SET\n"
           "  lock:     acquire/release figures over one connection (uncontended, contended,\n"
           "            nested holds, dropped vs awaited release, allocations, many locks under\n"
@@ -43,6 +44,8 @@ void usage(std::ostream& os) {
           "            uncontended cycles/s (1, 50 coroutines), master SIGKILL to first acquire\n"
           "  rate:     rate_limiter try_acquire calls/s over one connection (1, 64 coroutines),\n"
           "            next to redis-benchmark running the same GCRA script\n"
+          "  election: election hand-over after a resign (p50, p99) and after a leader's death,\n"
+          "            job slots run per second (1 and 3 runners), next to kazoo's Election\n"
           "  zk:       the ZooKeeper lock (corolock::zookeeper builds only) on a private server:\n"
           "            uncontended cycles/s (1, 50 coroutines), hand-off, next to kazoo's Lock\n"
           "  --coroutines K   pipeline: concurrent coroutines on one connection (default 256);\n"

@@ -186,6 +186,7 @@ int run_lock(const options& o);
 int run_soak(const options& o);
 int run_multi(const options& o);
 int run_sync(const options& o);
+int run_election(const options& o);
 int run_redlock(const options& o);
 int run_cluster(const options& o);
 int run_rate(const options& o);

@@ -12,6 +12,7 @@
 //   corolock-bench cluster [--seconds S] [--json]
 //   corolock-bench sync [--seconds S] [--host H --port P] [--json]
 //   corolock-bench rate [--seconds S] [--host H --port P] [--json]
+//   corolock-bench election [--seconds S] [--host H --port P] [--json]
 //   corolock-bench zk [--seconds S] [--json]       (with corolock::zookeeper)
 //
 // One file per subcommand (pipeline.cpp, lock.cpp with many_locks.cpp, soak.cpp, multi.cpp,
@@ -38,6 +39,7 @@ constexpr subcommand subcommands[] = {
     {"redlock", corolock::bench::run_redlock},
     {"cluster", corolock::bench::run_cluster},
     {"sync", corolock::bench::run_sync},
+    {"election", corolock::bench::run_election},
     {"rate", corolock::bench::run_rate},
 #ifdef COROLOCK_BENCH_ZOOKEEPER
     {"zk", corolock::bench::run_zk},

@@ -27,6 +27,7 @@ if(corolock_type STREQUAL "SHARED_LIBRARY")
 endif()
 add_library(corolock_postgres ${COROLOCK_POSTGRES_SOURCES})
 add_library(corolock::postgres ALIAS corolock_postgres)
+corolock_unity(corolock_postgres)
 set_target_properties(corolock_postgres PROPERTIES
     EXPORT_NAME postgres
     VERSION ${PROJECT_VERSION}
@@ -39,6 +40,7 @@ target_link_libraries(corolock_postgres
 if(corolock_type STREQUAL "SHARED_LIBRARY")
     set_target_properties(corolock_postgres PROPERTIES
         CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+    corolock_no_undefined(corolock_postgres)
     # Tests reach the private pieces (src/postgres/) directly, as corolock_internals does.
     add_library(corolock_postgres_internals STATIC EXCLUDE_FROM_ALL
         $<TARGET_OBJECTS:corolock_postgres> $<TARGET_OBJECTS:corolock_postgres_core>)

@@ -19,6 +19,8 @@ if(NOT COROLOCK_WITH_ZOOKEEPER)
 endif()
 
 find_package(zookeeper-client-c CONFIG QUIET)
+find_library(COROLOCK_ZOOKEEPER_LIBRARY zookeeper_st)
+find_path(COROLOCK_ZOOKEEPER_INCLUDE_DIR zookeeper/zookeeper.h)
 add_library(corolock_zookeeper_client INTERFACE)
 if(TARGET zookeeper-client-c::zookeeper-client-c)
     target_link_libraries(corolock_zookeeper_client INTERFACE zookeeper-client-c::zookeeper-client-c)
@@ -45,6 +47,7 @@ if(corolock_type STREQUAL "SHARED_LIBRARY")
 endif()
 add_library(corolock_zookeeper ${COROLOCK_ZOOKEEPER_SOURCES})
 add_library(corolock::zookeeper ALIAS corolock_zookeeper)
+corolock_unity(corolock_zookeeper)
 set_target_properties(corolock_zookeeper PROPERTIES
     EXPORT_NAME zookeeper
     VERSION ${PROJECT_VERSION}
@@ -60,6 +63,7 @@ target_link_libraries(corolock_zookeeper INTERFACE
 if(corolock_type STREQUAL "SHARED_LIBRARY")
     set_target_properties(corolock_zookeeper PROPERTIES
         CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+    corolock_no_undefined(corolock_zookeeper)
     # Tests reach the private pieces (src/zookeeper/) directly, as corolock_internals does.
     add_library(corolock_zookeeper_internals STATIC EXCLUDE_FROM_ALL
         $<TARGET_OBJECTS:corolock_zookeeper> $<TARGET_OBJECTS:corolock_zookeeper_core>)

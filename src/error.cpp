@@ -69,7 +69,7 @@ const char* describe(error e) noexcept {
     case error::invalid_name:
         return "invalid lock name (the log names the rule it breaks)";
     case error::invalid_lease:
-        return "invalid lease: below 10 ms or above 365 days";
+        return "invalid lease: below 100 ms or above 365 days";
     case error::invalid_wait:
         return "invalid wait time (negative)";
     case error::invalid_argument:
@@ -122,6 +122,9 @@ const char* describe(error e) noexcept {
         return "no such latch (never created, or expired)";
     case error::invalid_url:
         return "invalid connection URL (parse_connection_url says why)";
+    case error::tls_no_answer:
+        return "the TLS handshake got no answer: is the port a TLS port? (a plain-text Redis port "
+               "waits for a command and never answers one)";
     }
     return "unknown corolock error";
 }
@@ -147,7 +150,7 @@ public:
         if (in(e, error::not_connected, error::pong_timeout) || e == error::quorum_not_reached ||
             e == error::server_timeout ||
             in(e, error::sentinel_resolve_failed, error::role_check_failed) ||
-            e == error::failover_in_progress)
+            e == error::failover_in_progress || e == error::tls_no_answer)
             return make_error_condition(condition::connection_failure);
         if (in(e, error::invalid_name, error::invalid_argument))
             return make_error_condition(condition::invalid_argument);

@@ -5,6 +5,7 @@
 #include "core/access.hpp"
 #include "core/exec_cancel.hpp"
 #include "core/handler_list.hpp"
+#include "core/lock_policy.hpp"
 #include <corolock/local_mutex.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -450,14 +451,12 @@ bool local_mutex::force_unlock() {
 
 void local_mutex::acquire_impl(clock::time_point deadline, bool once, acquire_handler h) {
     auto& core = *core_;
-    using namespace std::chrono_literals;
-    constexpr duration max_lease = std::chrono::hours(24 * 365);
     error_code ec;
     if (name_.empty())
         ec = error::invalid_name;
-    else if (opts_.lease < 10ms || opts_.lease > max_lease)
+    else if (!detail::valid_lease(opts_.lease))
         ec = error::invalid_lease;
-    else if (opts_.max_hold < duration::zero() || opts_.max_hold > max_lease)
+    else if (!detail::within(opts_.max_hold, duration::zero()))
         ec = error::invalid_argument;
     else if (deadline == clock::time_point::min())
         ec = error::invalid_wait;

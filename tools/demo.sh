@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=tools/common.sh
 source tools/common.sh
 
-tools/setup.sh
+tools/setup.sh demo # only what this demo builds and runs
 if [[ ! -f example/CMakeLists.txt ]]; then
     log "example/CMakeLists.txt does not exist yet: no demo to build"
     exit 1

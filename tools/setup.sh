@@ -2,15 +2,24 @@
 # Installs the Debian 12 packages that building and testing corolock need (g++, clang-14, CMake,
 # Boost 1.81, OpenSSL, redis-server, PostgreSQL 15 and libpq for the optional corolock::postgres,
 # ZooKeeper 3.8 with its single-threaded C client for the optional corolock::zookeeper and
-# python3-kazoo for its bench, ...). tools/test.sh and tools/demo.sh run it first.
+# python3-kazoo for its bench, ...). tools/test.sh runs it first; tools/demo.sh runs
+# `tools/setup.sh demo`, which installs only what the Redis demo builds and runs.
 #
-#   tools/setup.sh           install what is missing (as root; otherwise print the apt command)
-#   tools/setup.sh --check   only say what is missing; exit 1 if anything is
+#   tools/setup.sh [demo]           install what is missing (as root; else print the apt command)
+#   tools/setup.sh --check [demo]   only say what is missing; exit 1 if anything is
+#   tools/setup.sh --list [demo]    print the packages, one per line
 set -euo pipefail
 
+# What building the library, its tests' process kit and the examples needs, and a Redis to run
+# them against: the demo's set.
+demo_packages=(
+    cmake g++ make pkg-config libboost1.81-dev libboost-test1.81-dev libssl-dev openssl
+    redis-server redis-tools procps
+)
+# What tools/test.sh needs besides: clang, Sentinel, the fault suite's network tools, the
+# reference's doxygen, the optional backends' servers and clients, the benches' peers.
 packages=(
-    cmake g++ make pkg-config clang-14 libclang-rt-14-dev libboost1.81-dev libboost-test1.81-dev
-    libssl-dev openssl redis-server redis-tools redis-sentinel procps iptables iproute2
+    "${demo_packages[@]}" clang-14 libclang-rt-14-dev redis-sentinel iptables iproute2
     wrk curl doxygen postgresql-15 libpq-dev zookeeper libzookeeper-st-dev python3-kazoo
 )
 
@@ -47,18 +56,33 @@ package_present() {
 }
 
 check_only=false
+list_only=false
 case ${1:-} in
---check) check_only=true ;;
-"") ;;
+--check)
+    check_only=true
+    shift
+    ;;
+--list)
+    list_only=true
+    shift
+    ;;
 -h | --help)
-    sed -n '2,6p' "$0"
+    sed -n '2,10p' "$0"
     exit 0
     ;;
+esac
+case ${1:-} in
+demo) packages=("${demo_packages[@]}") ;;
+"") ;;
 *)
-    log "unknown option: $1"
+    log "unknown argument: $1 (tools/setup.sh --help)"
     exit 2
     ;;
 esac
+if $list_only; then
+    printf '%s\n' "${packages[@]}"
+    exit 0
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

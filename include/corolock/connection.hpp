@@ -172,7 +172,9 @@ public:
     /// terminal and partial after (it completes at once; its reply will be read and dropped).
     /// Errors: `not_connected` (waited longer than max_wait_for_connection, or the connection is
     /// stopped), `connection_lost` (written, no reply: the outcome on the server is unknown; it is
-    /// never re-sent), protocol errors, `message_too_large` (a reply longer than max_read_size,
+    /// never re-sent), `operation_aborted` (also for a request written but unanswered when the
+    /// connection is stopped by cancel() or its destruction: its outcome is unknown too),
+    /// protocol errors, `message_too_large` (a reply longer than max_read_size,
     /// which drops the connection, or with more than max_reply_nodes values into a
     /// `generic_response`, which does not), and with `ignore` the code of the first error reply
     /// (`classify_server_error`: `server_error`, `wrong_type`, a `condition::not_executed` code,

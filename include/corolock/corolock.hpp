@@ -7,9 +7,11 @@
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
 #include <corolock/connection.hpp>
+#include <corolock/election.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fair_mutex.hpp>
 #include <corolock/fencing_token.hpp>
+#include <corolock/job.hpp>
 #include <corolock/latch.hpp>
 #include <corolock/local_mutex.hpp>
 #include <corolock/lock_concepts.hpp>

@@ -54,7 +54,7 @@ enum class error {
 
     // Arguments (condition::invalid_argument)
     invalid_name,     ///< bad lock name (doc/keys.md) or ZooKeeper path (doc/zookeeper.md)
-    invalid_lease,    ///< lease below 10 ms or above 365 days
+    invalid_lease,    ///< lease below 100 ms or above 365 days
     invalid_wait,     ///< negative wait time
     invalid_argument, ///< any other argument out of range
 
@@ -102,6 +102,9 @@ enum class error {
 
     // Connection URL (config.hpp; condition::invalid_argument)
     invalid_url, ///< a connection URL that parse_connection_url refuses (the reason is returned)
+
+    // Connection, continued (condition::connection_failure)
+    tls_no_answer, ///< the TLS handshake got no answer: most likely a plain-text port
 };
 
 /// Kinds of failure, for `ec == corolock::condition::connection_failure` tests.

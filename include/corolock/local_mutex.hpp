@@ -49,7 +49,7 @@ struct local_clock {
 /// Policy of the acquisitions made through one local_mutex, checked by the first acquire
 /// (`invalid_lease`, `invalid_argument`), as `mutex_options`.
 struct local_mutex_options {
-    /// Lease of each acquisition, 10 ms to 365 days. With the watchdog it is renewed every
+    /// Lease of each acquisition, 100 ms to 365 days. With the watchdog it is renewed every
     /// lease/3 of clock time while held, unless renewals are paused.
     local_clock::duration lease = std::chrono::seconds(30);
     /// Renew the lease while held (true), or let it expire at its deadline unless

@@ -57,7 +57,7 @@ struct replica_sync {
 /// Policy of the acquisitions made through one mutex. A zero duration turns its feature off, as
 /// the comment says. Checked before anything is sent (`invalid_lease`, `invalid_argument`).
 struct mutex_options {
-    /// Lease of each acquisition, 10 ms to 365 days. With the watchdog it is renewed every
+    /// Lease of each acquisition, 100 ms to 365 days. With the watchdog it is renewed every
     /// lease/3 while held.
     std::chrono::steady_clock::duration lease = std::chrono::seconds(30);
     /// Renew the lease while held (true), or let it expire unless `lease::async_extend` is
@@ -86,7 +86,7 @@ struct mutex_options {
 /// Settings of one acquisition where the mutex's defaults do not fit (`mutex::async_acquire_with`).
 struct acquire_options {
     /// This acquisition's lease in place of `mutex_options::lease` (0: the mutex's), with the
-    /// same limits (10 ms to 365 days, else `invalid_lease`). The watchdog, when on, renews it
+    /// same limits (100 ms to 365 days, else `invalid_lease`). The watchdog, when on, renews it
     /// every lease/3; the fence key outlives it by `mutex_options::fence_retention`.
     std::chrono::steady_clock::duration lease = std::chrono::steady_clock::duration::zero();
     /// How long to wait for the lock, as `async_acquire_for` (the default: no limit).

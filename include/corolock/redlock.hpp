@@ -32,7 +32,7 @@ struct redlock_lease_state;
 /// Policy of the acquisitions made through one redlock. A zero duration turns its feature off
 /// or picks the default, as the comment says. Checked before anything is sent.
 struct redlock_options {
-    /// Lease of each acquisition on every node, 10 ms to 365 days (`invalid_lease`).
+    /// Lease of each acquisition on every node, 100 ms to 365 days (`invalid_lease`).
     std::chrono::steady_clock::duration lease = std::chrono::seconds(30);
     /// Extend the lease on a quorum every lease/3 while held (true), or let it expire (false).
     bool watchdog = true;

@@ -113,9 +113,11 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
     case kind::unknown:
         // The script may have run: undo it (owner-checked, queued ahead of anything we send
         // next), then try again within the deadline. A try reports the unknown outcome.
+        // A waiting acquisition keeps its place in a line (a fair lock's): it goes on.
         a.give_back = true;
         if (p_.once)
             return finish(r.ec, false, a);
+        a.keep_place = true;
         return attempt(now, a);
     case kind::granted:
         token_ = r.token;
@@ -130,6 +132,7 @@ acquire_action acquire_fsm::on_reply(clock::time_point now, const attempt_reply&
         a.give_back = true;
         if (p_.once)
             return finish(error::lease_lost, false, a);
+        a.keep_place = true;
         return wait(now, clock::duration::zero(), head, woken, rng, a);
     case kind::held:
         seen_held_ = true;
@@ -206,6 +209,7 @@ std::ostream& operator<<(std::ostream& os, const acquire_action& a) {
         }
     };
     flag(a.give_back, "give_back");
+    flag(a.keep_place, "keep_place");
     flag(a.join, "join");
     flag(a.attempt, "attempt");
     if (a.complete)

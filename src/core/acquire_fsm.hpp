@@ -63,10 +63,11 @@ struct attempt_reply {
 // What the driver must do next, in this order: give back, join, attempt, complete. The timer
 // is not an action: after every event the driver arms it at `acquire_fsm::wake_at()`.
 struct acquire_action {
-    bool give_back = false; // send the owner-checked release of this acquisition (an undo)
-    bool join = false;      // join the name's local queue (subscribing) before the attempt
-    bool attempt = false;   // send the acquire script
-    bool complete = false;  // complete the caller with `ec` (and a lease if `granted`)
+    bool give_back = false;  // send the owner-checked release of this acquisition (an undo)
+    bool keep_place = false; // the give-back's acquisition goes on: its place in a line stays
+    bool join = false;       // join the name's local queue (subscribing) before the attempt
+    bool attempt = false;    // send the acquire script
+    bool complete = false;   // complete the caller with `ec` (and a lease if `granted`)
     bool granted = false;
     error_code ec;
 };

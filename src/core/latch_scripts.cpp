@@ -127,12 +127,6 @@ return {0, open, remaining, tonumber(h[2]), tonumber(h[4] or '0')}
 
 namespace {
 
-error_code server_failure(const generic_response& resp) {
-    if (const auto* e = find_error(resp))
-        return classify_server_error(e->value);
-    return {};
-}
-
 bool parse_uint(const resp3::node& n, std::uint64_t& out) {
     if (n.data_type != resp3::type::number || n.value.empty())
         return false;

@@ -43,7 +43,7 @@ void lock_core::on_reply(acquisition& a, const attempt_reply& r, clock::time_poi
 
 bool lock_core::on_timer(acquisition& a, clock::time_point now, lock_actions& out) {
     const bool was_head = head(a);
-    const auto x = a.fsm.on_timer(now, was_head, replies_ != a.replies_at_send);
+    const auto x = a.fsm.on_timer(now, was_head, replies(slot_of(a.name)) != a.replies_at_send);
     act(a, x, now, out);
     return x.attempt && was_head;
 }
@@ -74,8 +74,10 @@ void lock_core::forget(acquisition& a) noexcept {
 
 void lock_core::act(acquisition& a, const acquire_action& x, clock::time_point now,
                     lock_actions& out) {
-    if (x.give_back)
+    if (x.give_back) {
         out.push_back(make(lock_action::kind::give_back, a));
+        out.back().keep_place = x.keep_place;
+    }
     if (x.join)
         join(a, out);
     if (x.attempt) {
@@ -84,7 +86,7 @@ void lock_core::act(acquisition& a, const acquire_action& x, clock::time_point n
             a.queue->q.on_attempt(a.id()); // the attempt answers a pending wake-up
             a.messages_at_send = a.queue->q.messages();
         }
-        a.replies_at_send = replies_;
+        a.replies_at_send = replies(slot_of(a.name));
         out.push_back(make(lock_action::kind::attempt, a));
     }
     if (x.complete) {
@@ -267,8 +269,8 @@ bool lock_core::on_renew_reply(std::span<lease_watch* const> batch, clock::time_
     }
     const bool answered =
         r.ec != condition::connection_failure && r.ec != boost::asio::error::operation_aborted;
-    if (answered)
-        on_script_reply();
+    if (answered && !batch.empty())
+        on_script_reply(sharded_ ? batch.front()->cluster_slot : std::uint16_t{0});
     auto ec = r.ec;
     if (!ec && r.renewed.size() != batch.size())
         ec = error::unexpected_reply;

@@ -12,6 +12,7 @@
 #include "core/lease_table.hpp"
 #include "core/lock_metrics.hpp"
 #include "core/lock_policy.hpp"
+#include "core/slot_table.hpp"
 #include "core/waiter_queue.hpp"
 
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace corolock::detail {
@@ -71,6 +73,7 @@ struct lock_action {
     kind what;
     acquisition* acq = nullptr;
     bool granted = false;
+    bool keep_place = false; // give_back: `acq` goes on, its place in a line stays
     error_code ec;
     clock::time_point at{};
 };
@@ -154,8 +157,15 @@ public:
     void on_release_reply(std::string_view name, bool released);
 
     // ---- facts
-    // Any script reply of this connection: the server is alive (server_timeout's test).
-    void on_script_reply() noexcept { ++replies_; }
+    // Any script reply of this connection: the server is alive (server_timeout's test). On a
+    // cluster, of the node serving `slot` only: replies of the other masters say nothing of a
+    // master that died (a try on it took acquire_timeout for its try_timeout, and a multi-lock
+    // gave up after 1 s of its wait: scale-out K3).
+    void on_script_reply(std::uint16_t slot = 0) { ++replies(slot); }
+    // The slot whose replies speak for the server of `name` (0 off a cluster).
+    std::uint16_t slot_of(std::string_view name) const noexcept {
+        return sharded_ ? key_slot(name) : std::uint16_t{0};
+    }
     bool has_waiters(std::string_view name) const { return queues_.find(name) != queues_.end(); }
     std::size_t waiters() const noexcept { return waiters_; }
     template <class F>
@@ -200,7 +210,9 @@ private:
     lease_table::plan plan_; // reused by on_watchdog
     std::minstd_rand rng_;
     bool sharded_ = false;
-    std::uint64_t replies_ = 0;
+    std::uint64_t replies_ = 0;                                     // off a cluster
+    std::unordered_map<std::uint16_t, std::uint64_t> slot_replies_; // on a cluster, per slot
+    std::uint64_t& replies(std::uint16_t slot) { return sharded_ ? slot_replies_[slot] : replies_; }
     std::size_t waiters_ = 0;
 };
 

@@ -73,10 +73,12 @@ private:
 };
 
 // The bounds every lock's options share (mutex_options, redlock_options), checked before
-// anything is sent. Below 10 ms a lease cannot outlast its own round trip and drift margin.
+// anything is sent. The shortest lease is one that can be held: renewed at a third of it, a
+// 100 ms lease leaves its renewal 64 ms (two thirds, less the drift margin) to come back on a
+// loaded host; at 10 ms the margin was under 5 ms and leases were lost at once (issue 28).
 inline constexpr std::chrono::steady_clock::duration max_option_duration =
     std::chrono::hours(24 * 365);
-inline constexpr std::chrono::steady_clock::duration min_lease = std::chrono::milliseconds(10);
+inline constexpr std::chrono::steady_clock::duration min_lease = std::chrono::milliseconds(100);
 inline bool within(std::chrono::steady_clock::duration d, std::chrono::steady_clock::duration lo,
                    std::chrono::steady_clock::duration hi = max_option_duration) noexcept {
     return d >= lo && d <= hi;

@@ -35,7 +35,8 @@ std::string_view name_problem(std::string_view name) noexcept {
     // another lock's fence key or channel.
     for (std::string_view suffix : reserved_suffixes)
         if (name.ends_with(suffix))
-            return "hash-tagged and ends in a reserved suffix (:fence, :released): it is, or "
+            return "hash-tagged and ends in a reserved suffix (:fence, :released, :leader, :job): "
+                   "it is, or "
                    "could be, another lock's derived key";
     return {};
 }
@@ -559,10 +560,13 @@ return {1, token}
 }
 
 const script& fair_release_script() {
-    // KEYS: N, {N}:q, {N}:qd; ARGV: member, channel, publish. Frees the lock if it is the
-    // member's, and takes its place out of the line (a waiter that gave up); then names the
-    // head of the line ("head <member>", or "released" for an empty line), so that only its
-    // process retries.
+    // KEYS: N, {N}:q, {N}:qd; ARGV: member, channel, publish, 'leave' | 'keep', place ms.
+    // Frees the lock if it is the member's, and with 'leave' takes its place out of the line (a
+    // waiter that gave up, a holder's release). With 'keep' (the undo of an attempt whose outcome
+    // is unknown, before the same waiter's next attempt) the place stays where it is, and a grant
+    // it undoes puts the member back at the head of the line, where it was when granted: a fault
+    // on a live waiter's connection never sends it to the back. Then names the head of the line
+    // ("head <member>", or "released" for an empty line), so that only its process retries.
     static const script s(R"lua(
 local wkind = redis.call('TYPE', KEYS[1])['ok']
 if wkind ~= 'none' and (wkind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0) then
@@ -576,13 +580,27 @@ for _, k in ipairs({KEYS[2], KEYS[3]}) do
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local keep = ARGV[4] == 'keep'
 local was_head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] == ARGV[1]
-local left = redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
+local left = 0
+if not keep then
+  left = redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('ZREM', KEYS[3], ARGV[1])
+end
 local freed = 0
 if wkind == 'hash' and redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
   redis.call('DEL', KEYS[1])
   freed = 1
+  if keep then
+    local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    local ticket = first[2] and tonumber(first[2]) - 1 or 1
+    redis.call('ZADD', KEYS[2], ticket, ARGV[1])
+    local place = now + tonumber(ARGV[5])
+    redis.call('ZADD', KEYS[3], place, ARGV[1])
+    for _, k in ipairs({KEYS[2], KEYS[3]}) do
+      if redis.call('PEXPIRETIME', k) < place then redis.call('PEXPIREAT', k, place) end
+    end
+  end
 end
 if freed == 1 or (left == 1 and was_head and redis.call('EXISTS', KEYS[1]) == 0) then
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], 0, '(' .. now, 'LIMIT', 0, 100)) do
@@ -645,6 +663,16 @@ return 1
 
 namespace {
 
+template <class T>
+bool parse_int(const resp3::node& n, T& out) {
+    if (n.data_type != resp3::type::number)
+        return false;
+    auto [p, ec] = std::from_chars(n.value.data(), n.value.data() + n.value.size(), out);
+    return ec == std::errc() && p == n.value.data() + n.value.size();
+}
+
+} // namespace
+
 error_code server_failure(const generic_response& resp) {
     if (const auto* e = find_error(resp)) {
         if (e->value.starts_with("STALE_TOKEN "))
@@ -655,16 +683,6 @@ error_code server_failure(const generic_response& resp) {
     }
     return {};
 }
-
-template <class T>
-bool parse_int(const resp3::node& n, T& out) {
-    if (n.data_type != resp3::type::number)
-        return false;
-    auto [p, ec] = std::from_chars(n.value.data(), n.value.data() + n.value.size(), out);
-    return ec == std::errc() && p == n.value.data() + n.value.size();
-}
-
-} // namespace
 
 error_code decode_acquire(const generic_response& resp, acquire_reply& out, bool tokens) {
     if (auto ec = server_failure(resp))

@@ -20,8 +20,9 @@ namespace corolock::detail {
 // carries a hash tag, else `{name}:suffix`.
 std::string derived_key(std::string_view name, std::string_view suffix);
 
-// The suffixes of the derived keys (derived_key(name, "fence") ends in ":fence").
-inline constexpr std::string_view reserved_suffixes[] = {":fence", ":released"};
+// The suffixes of the derived keys (derived_key(name, "fence") ends in ":fence"); ":leader" is
+// an election's record, ":job" a scheduled job's.
+inline constexpr std::string_view reserved_suffixes[] = {":fence", ":released", ":leader", ":job"};
 
 // Whether `name` can be a lock's name: false for an empty name, for a name without a hash tag
 // that contains '}' (wrapping it in braces would end the tag early, so derived_key could not keep
@@ -124,6 +125,9 @@ error_code decode_release(const generic_response& resp, bool& released);
 // One flag per key: true = renewed.
 error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
 error_code decode_integer(const generic_response& resp, std::int64_t& out);
+// The error of a script's error reply (STALE_TOKEN, LIMIT_MISMATCH, else classify_server_error;
+// the text stays in the response); none for any other reply.
+error_code server_failure(const generic_response& resp);
 // An array of two integers.
 error_code decode_pair(const generic_response& resp, std::int64_t& first, std::int64_t& second);
 

@@ -20,10 +20,14 @@ error_code order_names(std::vector<std::string>& names) {
 namespace {
 
 // What a waiting acquire retries past: an attempt with an unknown outcome (undone by the try
-// that saw it), a grant that came back after its lease's deadline (given back).
+// that saw it), a grant that came back after its lease's deadline (given back). A member try's
+// acquire_timeout is one of them: a try finds a held name with no error (an empty lease), so its
+// acquire_timeout only says that no reply came within try_timeout while other replies of the
+// slot did, which during a failover are the new master's while the try waited on the dead one.
 bool rides_out(const error_code& ec) {
     // The attempt is undone when its reply comes: a retry within the deadline is safe.
-    return ec == error::connection_lost || ec == error::lease_lost || ec == error::server_timeout;
+    return ec == error::connection_lost || ec == error::lease_lost || ec == error::server_timeout ||
+           ec == error::acquire_timeout;
 }
 
 } // namespace

@@ -174,12 +174,6 @@ bool is_tat(std::string_view v) {
     return colons == 2 && prev != ':';
 }
 
-error_code server_failure(const generic_response& resp) {
-    if (const auto* e = find_error(resp))
-        return classify_server_error(e->value);
-    return {};
-}
-
 // Past this a reply's times are not a server's (about year 2255 in µs: 2^53).
 constexpr std::int64_t max_time_us = std::int64_t{1} << 53;
 

@@ -277,6 +277,37 @@ void cluster_impl::apply(slot_table fresh) {
         ++it;
     }
     open_nodes_.store(nodes_.size(), std::memory_order_relaxed);
+    follow_owners();
+}
+
+void cluster_impl::follow_owners() {
+    // A failover promoted a replica, or a reshard ended: the subscription goes to the slot's new
+    // master with this map, not when the old node's connection is closed two maps later (the
+    // waiters heard no release message meanwhile: each process then took the name only on its
+    // back-off timers, and lost it to those woken at once). A subscription that had no node (no
+    // owner in the map then) gets one. Its waiters retry: a release published at the new master
+    // before the move was not heard.
+    std::vector<std::string> moved;
+    for (const auto& [channel, subs] : subs_) {
+        const auto* owner = table_.owner(key_slot(channel));
+        if (!owner)
+            continue;
+        const auto it = nodes_.find(owner->address());
+        const auto* conn = it == nodes_.end() ? nullptr : it->second.conn.get();
+        if (std::any_of(subs.begin(), subs.end(),
+                        [conn](const subscription& x) { return !x.node || x.node.get() != conn; }))
+            moved.push_back(channel);
+    }
+    for (const auto& channel : moved) {
+        if (auto it = subs_.find(channel); it != subs_.end()) {
+            std::vector<std::shared_ptr<push_listener>> targets;
+            for (const auto& x : it->second)
+                targets.push_back(x.target);
+            for (const auto& t : targets)
+                t->on_slot_moved();
+        }
+        subscribe_now(channel, false);
+    }
 }
 
 awaitable<std::tuple<error_code, std::size_t>>

@@ -108,6 +108,8 @@ private:
     // Feeds the replies after the first `skip` to the caller's adapter.
     static error_code replay(const generic_response& resp, std::size_t skip, response_adapter out);
 
+    // Strand only: moves each subscription whose slot the map now gives to another node.
+    void follow_owners();
     void subscribe_now(const std::string& channel, bool again);
 
     struct subscription {

@@ -44,8 +44,10 @@ awaitable<error_code> connection_impl::connect_once() {
         co_return co_await attempt(this, target);
     asio::steady_timer timer(strand_, cfg_.connect_timeout);
     auto r = co_await (attempt(this, target) || timer.async_wait(nothrow));
-    if (r.index() == 1)
-        co_return error::connect_timeout;
+    if (r.index() == 1) // TCP connected, the TLS handshake unanswered: a plain-text port?
+        co_return stream_.tls_handshake_since() != std::chrono::steady_clock::time_point{}
+            ? error_code(error::tls_no_answer)
+            : error_code(error::connect_timeout);
     co_return std::get<0>(r);
 }
 

@@ -52,9 +52,16 @@ public:
     const boost::asio::any_io_executor& strand() const noexcept { return strand_; }
     const connection_config& config() const noexcept { return cfg_; }
     const logger& log() const noexcept { return log_; }
-    // Strand only: the last connect attempt's error while not connected (else none).
+    // Strand only: while not connected, why: a TLS handshake unanswered for a second (a
+    // plain-text port never answers one), else the last connect attempt's error.
     error_code down_cause() const noexcept {
-        return connected_ ? error_code() : last_connect_error_;
+        if (connected_)
+            return {};
+        const auto since = stream_.tls_handshake_since();
+        if (since != std::chrono::steady_clock::time_point{} &&
+            std::chrono::steady_clock::now() - since >= std::chrono::seconds(1))
+            return error::tls_no_answer;
+        return last_connect_error_;
     }
 
     // --- called on any thread
@@ -252,6 +259,10 @@ private:
     std::map<std::string, std::vector<std::shared_ptr<push_listener>>, std::less<>> listeners_;
     // Channels whose SUBSCRIBE the server refused or redirected (MOVED/ASK), with its answer.
     std::map<std::string, std::string, std::less<>> refused_;
+    // Our SUNSUBSCRIBEs not yet confirmed, per channel: their confirmations are not the server
+    // dropping the channel (a listener may have come back for it meanwhile). Cleared with the
+    // connection.
+    std::map<std::string, int, std::less<>> own_unsubscribes_;
     bool sharded_pubsub_ = false;
     std::string_view subscribe_command() const noexcept {
         return sharded_pubsub_ ? "SSUBSCRIBE" : "SUBSCRIBE";

@@ -47,7 +47,7 @@ std::pair<error_code, std::string> check(std::string_view name, const mutex_opti
     if (!valid_lease(o.lease))
         return {error::invalid_lease,
                 "the lease (mutex_options::lease, or acquire_options::lease for one call) is " +
-                    in_ms(o.lease) + ", not 10 ms to 365 days"};
+                    in_ms(o.lease) + ", not " + in_ms(min_lease) + " to 365 days"};
     const auto field = [&](const char* what, clock::duration d, const char* rule) {
         return std::pair<error_code, std::string>{error::invalid_argument,
                                                   std::string("mutex_options::") + what + " is " +
@@ -166,9 +166,11 @@ request lock_spec::acquire_request(std::string_view member, bool once, std::size
     }
 }
 
-request lock_spec::release_request(std::string_view member, std::string_view publish,
-                                   bool eval) const {
-    const std::string_view args[] = {member, channel, publish};
+request lock_spec::release_request(std::string_view member, std::string_view publish, bool eval,
+                                   bool keep_place) const {
+    // The fair lock's ARGV[4], ARGV[5]: keep the place (and its lease) or leave the line.
+    const std::string_view args[] = {member, channel, publish, keep_place ? "keep" : "leave",
+                                     intent_ms};
     const std::string_view one[] = {key};
     const std::string_view two[] = {key, intents};
     const std::string_view three[] = {key, readers, intents}; // the fair lock's line
@@ -176,8 +178,9 @@ request lock_spec::release_request(std::string_view member, std::string_view pub
         what == kind::exclusive ? std::span<const std::string_view>(two)
         : what == kind::fair    ? std::span<const std::string_view>(three)
                                 : one;
-    return eval ? make_eval(release_script(), keys, args)
-                : make_evalsha(release_script(), keys, args);
+    const auto argv = std::span<const std::string_view>(args).first(what == kind::fair ? 5 : 3);
+    return eval ? make_eval(release_script(), keys, argv)
+                : make_evalsha(release_script(), keys, argv);
 }
 
 lock_spec::lock_spec(lock_transport t, std::string n, mutex_options o, kind k)
@@ -424,7 +427,7 @@ void lock_service::perform(const lock_actions& actions) {
             }
             break;
         case lock_action::kind::give_back:
-            give_back(op.spec(), op.member());
+            give_back(op.spec(), op.member(), x.keep_place);
             break;
         case lock_action::kind::attempt:
             op.send_attempt();
@@ -449,7 +452,7 @@ void lock_service::cancel(acquire_op& op) {
 
 void lock_service::on_reply(acquire_op& op, const attempt_reply& r, bool answered) {
     if (answered)
-        core_.on_script_reply(); // the server is alive
+        core_.on_script_reply(core_.slot_of(op.name)); // the server is alive
     run([&](lock_core& c, clock::time_point now, lock_actions& out) {
         c.on_reply(op, r, now, out);
         for (const auto& x : out) {
@@ -492,14 +495,14 @@ void lock_service::on_independent_message(const std::string& name, std::string_v
     });
 }
 
-void lock_service::give_back(const lock_spec& spec, const member_id& member) {
+void lock_service::give_back(const lock_spec& spec, const member_id& member, bool keep_place) {
     stats_.undos.fetch_add(1, std::memory_order_relaxed);
     log().log(logger::level::info, describe(spec) + "undo sent (a grant nobody waits for, or an "
                                                     "attempt with an unknown outcome)");
     // EVAL, not EVALSHA: an undo must reach Redis before anything queued after it (a NOSCRIPT
     // retry would put it behind the next attempt, and it would delete that new grant).
-    auto call =
-        std::make_shared<script_call>(spec.release_request(member.view(), publish_flag(), true));
+    auto call = std::make_shared<script_call>(
+        spec.release_request(member.view(), publish_flag(), true, keep_place));
     io_.eval(spec.release_script(), spec.name, call->req, call->resp, [call](error_code) {});
 }
 
@@ -701,7 +704,7 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
              [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
                  bool released = false;
                  if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
-                     self->core_.on_script_reply();
+                     self->core_.on_script_reply(self->core_.slot_of(s->spec->name));
                  if (!ec)
                      ec = decode_release(call->resp, released);
                  self->core_.on_release_reply(s->spec->name, released);
@@ -714,14 +717,16 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
                                      describe(*s->spec) + "lease lost, token " +
                                          std::to_string(s->token) +
                                          " (release_refused: found expired or taken at release)");
+                 } else if (ec == asio::error::operation_aborted || ec == error::not_connected) {
+                     // The connection was stopped by its owner, maybe after the release was
+                     // written (it was sent first): not a fault, and maybe not a failure.
+                     self->log().log(logger::level::debug,
+                                     describe(*s->spec) + "release not confirmed (" + ec.message() +
+                                         "): if it did not run, the key expires with its lease");
                  } else if (ec) {
-                     // Aborted or not connected: the connection is stopped by its owner.
-                     self->log().log(ec == asio::error::operation_aborted ||
-                                             ec == error::not_connected
-                                         ? logger::level::debug
-                                         : logger::level::warning,
+                     self->log().log(logger::level::warning,
                                      describe(*s->spec) + "release failed (" + ec.message() +
-                                         "); the key expires with its lease");
+                                         "); unless it ran, the key expires with its lease");
                  }
                  if (done)
                      deliver(std::move(done), self->io_.executor(), ec);

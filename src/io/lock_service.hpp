@@ -89,7 +89,8 @@ struct lock_spec {
     request acquire_request(std::string_view member, bool once, std::size_t units) const;
     // The owner-checked release of `member`; `eval`: EVAL (never answered NOSCRIPT, so it cannot
     // be re-queued behind what follows it), else EVALSHA.
-    request release_request(std::string_view member, std::string_view publish, bool eval) const;
+    request release_request(std::string_view member, std::string_view publish, bool eval,
+                            bool keep_place = false) const;
 };
 
 class acquire_op;
@@ -175,7 +176,9 @@ public:
     void cancel(acquire_op& op);
     void on_reply(acquire_op& op, const attempt_reply& r, bool answered);
     void on_timer(acquire_op& op);
-    void give_back(const lock_spec& spec, const member_id& member);
+    // keep_place: the acquisition goes on (an undo before its next attempt): a fair lock's
+    // waiter keeps its place in the line.
+    void give_back(const lock_spec& spec, const member_id& member, bool keep_place = false);
 
     // ---- leases (strand only)
     void watch(const std::shared_ptr<lease_state>& s, clock::time_point sent);

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "io/lock_transport.hpp"
 
+#include "core/script_request.hpp"
 #include "core/slot_table.hpp"
 #include "io/cluster_impl.hpp"
 
@@ -64,6 +65,18 @@ void lock_transport::start_eval(const script& s, std::string_view key, std::shar
             cslot, asio::bind_executor(ex, [h = std::move(h)](error_code ec, std::size_t) mutable {
                 std::move(h)(ec);
             })));
+}
+
+void lock_transport::run_script(const script& s, std::string_view key,
+                                std::span<const std::string_view> keys,
+                                std::span<const std::string_view> args,
+                                std::shared_ptr<generic_response> resp,
+                                asio::any_completion_handler<void(error_code)> done) const {
+    auto req = std::make_shared<request>(make_evalsha(s, keys, args));
+    auto& r = *resp;
+    start_eval(s, key, std::move(req), r,
+               asio::bind_executor(strand_, [resp = std::move(resp), done = std::move(done)](
+                                                error_code ec) mutable { std::move(done)(ec); }));
 }
 
 void lock_transport::add_listener(const std::string& channel,

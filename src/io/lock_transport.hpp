@@ -12,6 +12,7 @@
 #include <boost/asio/any_completion_handler.hpp>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,13 @@ public:
     void start_eval(const script& s, std::string_view key, std::shared_ptr<request> req,
                     generic_response& resp,
                     boost::asio::any_completion_handler<void(error_code)> h) const;
+
+    // Any thread: `s` with these keys and args (EVALSHA, then EVAL once on NOSCRIPT), routed by
+    // `key`; `done(ec)` on the strand, with the reply in `*resp`. The keys and args are copied
+    // into the request before this returns.
+    void run_script(const script& s, std::string_view key, std::span<const std::string_view> keys,
+                    std::span<const std::string_view> args, std::shared_ptr<generic_response> resp,
+                    boost::asio::any_completion_handler<void(error_code)> done) const;
 
     // Strand only: pub/sub of the release channel.
     void add_listener(const std::string& channel, std::shared_ptr<push_listener> l) const;

@@ -7,6 +7,7 @@
 #include "core/multi_plan.hpp"
 #include "io/deliver.hpp"
 #include "io/lock_service.hpp"
+#include "io/nothrow.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -29,11 +30,6 @@ namespace {
 
 using try_op = decltype(std::declval<mutex&>().async_try_acquire(asio::deferred));
 using acquire_result = std::pair<error_code, multi_lease>;
-
-asio::awaitable<bool> cancelled() {
-    auto cs = co_await asio::this_coro::cancellation_state;
-    co_return cs.cancelled() != asio::cancellation_type::none;
-}
 
 bool all_valid(const std::vector<lease>& held) {
     return std::all_of(held.begin(), held.end(), [](const lease& l) { return l.valid(); });

@@ -51,11 +51,18 @@ void connection_impl::on_push_complete() {
     const bool moved = sharded_pubsub_ && kind == "sunsubscribe";
     if (kind != "message" && kind != "smessage" && !moved)
         return;
+    if (moved) {
+        if (auto own = own_unsubscribes_.find(nodes[2].value); own != own_unsubscribes_.end()) {
+            if (--own->second == 0)
+                own_unsubscribes_.erase(own);
+            return; // the confirmation of ours
+        }
+    }
     auto it = listeners_.find(nodes[2].value);
     if (it == listeners_.end())
         return;
     if (moved) {
-        // Ours are sent only when no listener is left: this one is the server's (slot moved).
+        // Not ours: the server's (slot moved).
         log_.log(logger::level::info,
                  "sharded channel unsubscribed by the server (slot moved): " + nodes[2].value);
         for (auto& l : std::vector(it->second))
@@ -137,8 +144,11 @@ void connection_impl::remove_listener(const std::string& channel, const push_lis
     if (ls.empty()) {
         listeners_.erase(it);
         // A refused channel was never subscribed; a later listener may try it again.
-        if (refused_.erase(channel) == 0)
+        if (refused_.erase(channel) == 0) {
             queue_subscribe(unsubscribe_command(), {channel}, false);
+            if (sharded_pubsub_)
+                ++own_unsubscribes_[channel];
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // async_run: connect, serve (reader || writer || health check), tear down, back off, again;
 // and the reaper that fails requests waiting too long for a connection.
+#include "core/slot_table.hpp"
 #include "io/connection_impl.hpp"
 #include "io/nothrow.hpp"
 
@@ -13,6 +14,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <map>
 #include <sstream>
 
 namespace corolock::detail {
@@ -152,11 +154,13 @@ void connection_impl::on_connected() {
     const bool reconnect = connects_.fetch_add(1, std::memory_order_relaxed) > 0;
     last_connect_error_ = {};
     log_.log(logger::level::info, reconnect ? "reconnected" : "connected");
-    std::vector<std::string> channels;
+    // One SUBSCRIBE for every channel; on a cluster node one SSUBSCRIBE per slot, since a node
+    // refuses channels of different slots in one SSUBSCRIBE with CROSSSLOT.
+    std::map<std::uint16_t, std::vector<std::string>> by_slot;
     for (auto& [channel, ls] : listeners_)
         if (!refused_.contains(channel)) // refused: not retried (see push_listener)
-            channels.push_back(channel);
-    if (!channels.empty())
+            by_slot[sharded_pubsub_ ? key_slot(channel) : 0].push_back(channel);
+    for (auto& [slot, channels] : by_slot)
         queue_subscribe(subscribe_command(), channels, true);
     if (reconnect) {
         for (auto& [channel, ls] : listeners_)
@@ -190,11 +194,14 @@ void connection_impl::on_disconnected(error_code ec) {
     route_ = route::none;
     in_attribute_ = false;
     push_nodes_.clear();
+    own_unsubscribes_.clear();
     demoted_ = false;
-    // In-flight requests learn why: a protocol error names the bad reply, anything else is a
-    // lost connection (their outcome on the server is unknown).
-    mpx_.on_connection_lost(
-        ec == condition::protocol_violation ? ec : error_code(error::connection_lost));
+    // In-flight requests learn why: a protocol error names the bad reply, the owner's stop is a
+    // cancellation, anything else is a lost connection (their outcome on the server is unknown
+    // in both last cases). A stop is not a fault: nothing warns of it.
+    mpx_.on_connection_lost(ec == condition::protocol_violation ? ec
+                            : stopping_ ? error_code(asio::error::operation_aborted)
+                                        : error_code(error::connection_lost));
     if (was_connected && !stopping_ && log_.enabled(logger::level::warning))
         log_.log(logger::level::warning, "connection lost: " + ec.message());
     reaper_timer_.cancel();

@@ -118,11 +118,6 @@ awaitable<error_code> keep_watch_alive(stream& s, const asio::any_io_executor& e
     }
 }
 
-awaitable<bool> cancelled() {
-    auto cs = co_await asio::this_coro::cancellation_state;
-    co_return cs.cancelled() != asio::cancellation_type::none;
-}
-
 } // namespace
 
 bool connection_impl::demoted_reply(std::string_view text) noexcept {

@@ -97,11 +97,15 @@ awaitable<error_code> stream::connect(const connection_config& cfg, asio::ssl::c
                1) {
         co_return error_code(error::invalid_argument);
     }
+    tls_handshake_since_ = std::chrono::steady_clock::now();
     auto [hec] = co_await s.async_handshake(asio::ssl::stream_base::client, nothrow);
+    if (!hec) // a failed one (cancelled by the connect timeout) stays marked until close()
+        tls_handshake_since_ = {};
     co_return hec;
 }
 
 void stream::close() noexcept {
+    tls_handshake_since_ = {};
     error_code ignored;
     if (auto* s = std::get_if<tcp_socket>(&s_))
         s->close(ignored);

@@ -41,9 +41,15 @@ public:
                                                boost::asio::ssl::context* tls,
                                                const boost::asio::any_io_executor& ex);
     void close() noexcept;
+    // When the TLS handshake of the connect in progress began (TCP connected, no answer yet,
+    // or failed and not yet closed); the epoch when none is.
+    std::chrono::steady_clock::time_point tls_handshake_since() const noexcept {
+        return tls_handshake_since_;
+    }
 
 private:
     std::variant<std::monostate, tcp_socket, tls_stream, unix_socket> s_;
+    std::chrono::steady_clock::time_point tls_handshake_since_{};
 };
 
 } // namespace corolock::detail

@@ -113,11 +113,12 @@ redis_process& redis_cluster::master_of(std::uint16_t slot) {
                 const auto port = address.substr(address.find(':') + 1,
                                                  address.find('@') - address.find(':') - 1);
                 for (auto& n : nodes_)
-                    if (n->running() && std::to_string(n->port()) == port)
+                    if (n->running() && !n->paused() && std::to_string(n->port()) == port)
                         return *n;
             }
         }
-        break; // the first running node's view is the one asked for
+        // This node's view names no live master for it (it has not yet heard of a failover):
+        // the next node's view.
     }
     throw std::runtime_error("no running master owns slot " + std::to_string(slot));
 }

@@ -8,8 +8,9 @@
 #      `COMPONENTS postgres zookeeper` and their targets when the builds have them);
 #   3. pkg-config: the consumer compiled by hand against the static prefix, and test_package
 #      against corolock-postgres / corolock-zookeeper when they are installed;
-#   4. add_subdirectory (static, no build type: the parent's cache must stay empty, and the
-#      parent's install must not install corolock);
+#   4. add_subdirectory (static, no build type: the parent's cache must stay empty, the
+#      parent's install must not install corolock, and no backend is built unless asked for;
+#      a parent that asks for both gets their targets);
 #   5. FetchContent from a tarball of the checkout (shared, MinSizeRel);
 #   6. the HTTP example (example/tier3/http_flash_sale) configured and built on its own against the
 #      static prefix, as a user would copy it, and asked for its health against the server.
@@ -35,6 +36,7 @@ install_library() {
     local name=$1
     shift
     cmake -S . -B "$work/build-$name" -DCMAKE_CXX_COMPILER="$cxx" -DCOROLOCK_WERROR=ON \
+        -DCOROLOCK_UNITY_BUILD=ON \
         -DCOROLOCK_BUILD_EXAMPLES=OFF -DCOROLOCK_BUILD_BENCH=OFF \
         -DCMAKE_INSTALL_PREFIX="$work/$name" "$@" >/dev/null
 }
@@ -84,6 +86,10 @@ install_library shared -DCMAKE_BUILD_TYPE=Release -DCOROLOCK_BUILD_TESTS=OFF -DB
 # shellcheck disable=SC2046 # an optional target name, or nothing
 cmake --build "$work/build-shared" -j"$jobs" --target corolock $(with_postgres "$work/build-shared") $(with_zookeeper "$work/build-shared")
 cmake --install "$work/build-shared" >/dev/null
+
+# Boost.URL, compiled into libcorolock.so, stays inside it (cmake/libcorolock.map).
+url_symbols=$(nm -D --defined-only "$work/shared/lib/libcorolock.so" | c++filt | grep -c 'boost::urls' || true)
+((url_symbols == 0)) || fail "libcorolock.so exports $url_symbols Boost.URL symbols"
 
 # What the prefixes hold.
 for name in static shared; do
@@ -194,6 +200,21 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$work/subdirectory/CMakeCa
 cmake --install "$work/subdirectory" --prefix "$work/subdirectory-install" >/dev/null
 [[ -x $work/subdirectory-install/bin/consumer ]] || fail "the parent's install lost its program"
 [[ ! -e $work/subdirectory-install/include/corolock ]] || fail "the subproject installed itself"
+# A backend is built when the parent asks for it, not because its client is installed (this
+# machine has libpq and the ZooKeeper client: the main build found both).
+for backend in postgres zookeeper; do
+    grep -q "^COROLOCK_WITH_${backend^^}:BOOL=OFF" "$work/subdirectory/CMakeCache.txt" ||
+        fail "the subproject turned the $backend backend on although nobody asked for it"
+done
+if [[ -n $(with_postgres "$(build_of static)") && -n $(with_zookeeper "$(build_of static)") ]]; then
+    cmake -S test/consumer -B "$work/subdirectory-asked" -DCMAKE_CXX_COMPILER="$cxx" \
+        -DCOROLOCK_CONSUME=subdirectory -DCOROLOCK_SOURCE="$root" \
+        -DCOROLOCK_WITH_POSTGRES=ON -DCOROLOCK_WITH_ZOOKEEPER=ON >/dev/null
+    targets=$(cmake --build "$work/subdirectory-asked" --target help)
+    for target in corolock_postgres corolock_zookeeper; do
+        grep -q "$target\$" <<<"$targets" || fail "the subproject asked for $target does not define it"
+    done
+fi
 
 log "FetchContent consumer (shared, MinSizeRel)"
 tar -czf "$work/corolock.tar.gz" --transform 's,^,corolock/,' CMakeLists.txt LICENSE cmake include src

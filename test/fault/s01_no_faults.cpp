@@ -9,6 +9,9 @@
 #include <memory>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s01_no_faults {
+
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
 using namespace corolock::fault;
@@ -89,3 +92,5 @@ BOOST_AUTO_TEST_CASE(counter_is_exact_and_sections_never_overlap, *utf::timeout(
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s01_no_faults

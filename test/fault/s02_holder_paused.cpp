@@ -17,6 +17,9 @@
 #include <thread>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s02_holder_paused {
+
 namespace asio = boost::asio;
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
@@ -223,3 +226,5 @@ BOOST_AUTO_TEST_CASE(paused_holder_is_told_and_fenced_out, *utf::timeout(120)) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s02_holder_paused

@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s03_holder_killed {
+
 namespace asio = boost::asio;
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
@@ -134,3 +137,5 @@ BOOST_AUTO_TEST_CASE(killed_holder_frees_the_lock_within_the_lease, *utf::timeou
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s03_holder_killed

@@ -19,6 +19,9 @@
 #include <thread>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s04_redis_restarts {
+
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
 using namespace corolock::fault;
@@ -248,3 +251,5 @@ BOOST_AUTO_TEST_CASE(restarts_are_reported_and_fenced, *utf::timeout(150)) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s04_redis_restarts

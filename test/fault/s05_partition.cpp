@@ -31,6 +31,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s05_partition {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -340,3 +343,5 @@ BOOST_FIXTURE_TEST_CASE(iptables_drop, record_case) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s05_partition

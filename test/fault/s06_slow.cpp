@@ -29,6 +29,9 @@
 #include <string_view>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s06_slow {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -467,3 +470,5 @@ BOOST_AUTO_TEST_CASE(client_pause_write) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s06_slow

@@ -25,6 +25,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s09_cancellation {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -253,3 +256,5 @@ BOOST_AUTO_TEST_CASE(cancelled_waiters_and_wire_acquires_leave_nothing) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s09_cancellation

@@ -42,6 +42,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s11_clock_jump {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using corolock::error_code;
@@ -357,3 +360,5 @@ BOOST_AUTO_TEST_CASE(killed_holder_with_jumped_clock_expires_within_the_lease) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s11_clock_jump

@@ -18,6 +18,9 @@
 #include <random>
 #include <thread>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s13_nemesis {
+
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
 using namespace corolock::fault;
@@ -178,3 +181,5 @@ BOOST_AUTO_TEST_CASE(random_faults_keep_fencing_clean, *utf::timeout(280)) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s13_nemesis

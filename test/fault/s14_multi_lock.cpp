@@ -24,6 +24,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s14_multi_lock {
+
 namespace asio = boost::asio;
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
@@ -297,3 +300,5 @@ BOOST_AUTO_TEST_CASE(moves_between_counters_conserve_the_total, *utf::timeout(12
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s14_multi_lock

@@ -25,6 +25,9 @@
 #include <thread>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace fault_s16_sentinel_failover {
+
 namespace asio = boost::asio;
 namespace utf = boost::unit_test;
 using namespace std::chrono_literals;
@@ -237,3 +240,5 @@ BOOST_AUTO_TEST_CASE(planned_failover_no_unreported_overlap, *utf::timeout(120))
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace fault_s16_sentinel_failover

@@ -27,6 +27,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_claim {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -368,3 +371,5 @@ BOOST_FIXTURE_TEST_CASE(a_claim_raced_against_a_timer_leaves_no_orphan, fixture)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_claim

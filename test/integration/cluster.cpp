@@ -29,6 +29,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_cluster {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -481,3 +484,5 @@ BOOST_AUTO_TEST_CASE(sharded_subscribe_at_owner_and_at_a_stale_node) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_cluster

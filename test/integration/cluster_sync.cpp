@@ -34,6 +34,9 @@
 #include <tuple>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_cluster_sync {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -698,3 +701,5 @@ BOOST_AUTO_TEST_CASE(rate_limiter_bound_holds_across_a_reshard) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_cluster_sync

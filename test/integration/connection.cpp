@@ -31,6 +31,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_connection {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -936,3 +939,5 @@ BOOST_AUTO_TEST_CASE(url_and_io_context_constructor) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_connection

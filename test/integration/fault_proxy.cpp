@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_fault_proxy {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -295,3 +298,5 @@ BOOST_AUTO_TEST_CASE(destructor_closes_open_connections) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_fault_proxy

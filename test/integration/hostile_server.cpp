@@ -16,6 +16,9 @@
 
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_hostile_server {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -204,3 +207,5 @@ BOOST_AUTO_TEST_CASE(missing_crlf_after_blob) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_hostile_server

@@ -18,6 +18,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/test/unit_test.hpp>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_lock_concept {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -120,3 +123,5 @@ BOOST_FIXTURE_TEST_CASE(acquire_family_rules_over_every_redis_handle,
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_lock_concept

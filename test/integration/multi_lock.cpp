@@ -29,6 +29,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_multi_lock {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -484,3 +487,5 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_multi_lock

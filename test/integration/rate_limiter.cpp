@@ -41,6 +41,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_rate_limiter {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -634,3 +637,5 @@ BOOST_AUTO_TEST_CASE(works_through_a_cluster) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_rate_limiter

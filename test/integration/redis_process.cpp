@@ -21,6 +21,9 @@
 #include <system_error>
 #include <unistd.h>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_redis_process {
+
 // The suite is a namespace named redis_process, so the class goes by its full name.
 namespace ct = corolock::test;
 using namespace std::chrono_literals;
@@ -327,3 +330,5 @@ BOOST_AUTO_TEST_CASE(script_redis_dies_with_its_script) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_redis_process

@@ -34,6 +34,9 @@
 #include <thread>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_redlock {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -720,3 +723,5 @@ BOOST_AUTO_TEST_CASE(io_context_destroyed_with_a_holder_and_a_waiter_frees_both)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_redlock

@@ -25,6 +25,9 @@
 #include <utility>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_sentinel {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -527,3 +530,5 @@ BOOST_AUTO_TEST_CASE(without_switch_watch_replica_sync_refuses_the_zombie_grant)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_sentinel

@@ -34,6 +34,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_shared_mutex {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -617,3 +620,5 @@ BOOST_AUTO_TEST_CASE(over_a_cluster) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_shared_mutex

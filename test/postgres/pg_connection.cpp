@@ -15,6 +15,9 @@
 #include <array>
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace postgres_pg_connection {
+
 namespace asio = boost::asio;
 using asio::awaitable;
 using corolock::error;
@@ -249,3 +252,5 @@ BOOST_AUTO_TEST_CASE(no_server) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace postgres_pg_connection

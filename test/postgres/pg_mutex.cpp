@@ -30,6 +30,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace postgres_pg_mutex {
+
 namespace asio = boost::asio;
 using asio::awaitable;
 using corolock::error;
@@ -958,3 +961,5 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_postgres, fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace postgres_pg_mutex

@@ -21,6 +21,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace postgres_pg_mutex_history {
+
 namespace asio = boost::asio;
 using asio::awaitable;
 using corolock::test::pg_config_for;
@@ -187,3 +190,5 @@ BOOST_AUTO_TEST_CASE(tokens_increase_in_grant_order_over_100k_sections) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace postgres_pg_mutex_history

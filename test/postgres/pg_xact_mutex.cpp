@@ -22,6 +22,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace postgres_pg_xact_mutex {
+
 namespace asio = boost::asio;
 using asio::awaitable;
 using corolock::error;
@@ -340,3 +343,5 @@ BOOST_FIXTURE_TEST_CASE(a_cancelled_attempt_in_flight_reports_its_commit, fixtur
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace postgres_pg_xact_mutex

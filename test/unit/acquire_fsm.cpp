@@ -5,6 +5,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_acquire_fsm {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::detail::acquire_action;
@@ -201,6 +204,7 @@ BOOST_FIXTURE_TEST_CASE(late_grant_of_a_try_is_given_back_as_lease_lost, fixture
     f.start(t0, false);
     const auto a = f.on_reply(t0 + 30s - 302ms, granted(), false, false, rng);
     BOOST_TEST(a.give_back);
+    BOOST_TEST(!a.keep_place); // it ends: a fair lock's place goes with it
     BOOST_TEST(completes(a, error::lease_lost), a);
 }
 
@@ -210,6 +214,7 @@ BOOST_FIXTURE_TEST_CASE(late_grant_of_a_wait_is_given_back_and_retried, fixture)
     f.on_reply(t0, held(), true, false, rng); // queued, retry on the wire (sent at t0)
     const auto a = f.on_reply(t0 + 40s, granted(), true, false, rng);
     BOOST_TEST(a.give_back);
+    BOOST_TEST(a.keep_place); // it goes on waiting: a fair lock's place stays
     BOOST_TEST(!a.complete);
     BOOST_TEST(f.current() == state::waiting);
     // With a wake-up pending it tries again at once, behind the give-back.
@@ -230,6 +235,7 @@ BOOST_FIXTURE_TEST_CASE(cancel_while_the_script_is_on_the_wire, fixture) {
     // The grant that arrives afterwards is undone, and nothing completes twice.
     const auto b = f.on_reply(t0 + 1ms, granted(), false, false, rng);
     BOOST_TEST(b.give_back);
+    BOOST_TEST(!b.keep_place);
     BOOST_TEST(!b.complete);
     BOOST_TEST(f.current() == state::done);
     BOOST_TEST(nothing(f.on_cancel()));
@@ -251,7 +257,9 @@ BOOST_FIXTURE_TEST_CASE(abandoned_attempt_with_unknown_outcome_is_undone, fixtur
     acquire_fsm f(params());
     f.start(t0, false);
     f.on_stop();
-    BOOST_TEST(f.on_reply(t0 + 1ms, unknown(), false, false, rng).give_back);
+    const auto a = f.on_reply(t0 + 1ms, unknown(), false, false, rng);
+    BOOST_TEST(a.give_back);
+    BOOST_TEST(!a.keep_place);
 }
 
 BOOST_FIXTURE_TEST_CASE(cancel_while_waiting, fixture) {
@@ -269,6 +277,7 @@ BOOST_FIXTURE_TEST_CASE(unknown_outcome_of_a_try_is_undone_and_reported, fixture
     f.start(t0, false);
     const auto a = f.on_reply(t0 + 1ms, unknown(), false, false, rng);
     BOOST_TEST(a.give_back);
+    BOOST_TEST(!a.keep_place);
     BOOST_TEST(completes(a, error::connection_lost), a);
 }
 
@@ -276,8 +285,9 @@ BOOST_FIXTURE_TEST_CASE(unknown_outcome_while_waiting_is_undone_then_retried, fi
     acquire_fsm f(params(t0 + 10s));
     f.start(t0, false);
     const auto a = f.on_reply(t0 + 1ms, unknown(), false, false, rng);
-    BOOST_TEST(a.give_back); // the undo goes first on the socket ...
-    BOOST_TEST(a.attempt);   // ... then the retry
+    BOOST_TEST(a.give_back);  // the undo goes first on the socket ...
+    BOOST_TEST(a.keep_place); // ... keeping a fair lock's place in line ...
+    BOOST_TEST(a.attempt);    // ... then the retry
     BOOST_TEST(!a.complete);
 }
 
@@ -557,3 +567,5 @@ BOOST_FIXTURE_TEST_CASE(a_held_reply_past_the_deadline_completes_at_once, fixtur
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_acquire_fsm

@@ -5,6 +5,9 @@
 
 #include <random>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_backoff {
+
 using namespace std::chrono_literals;
 using corolock::detail::backoff;
 
@@ -58,3 +61,5 @@ BOOST_AUTO_TEST_CASE(zero_base_means_no_wait) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_backoff

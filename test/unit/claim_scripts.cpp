@@ -9,6 +9,9 @@
 #include <set>
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_claim_scripts {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
@@ -91,3 +94,5 @@ BOOST_AUTO_TEST_CASE(owners_are_32_hex_digits_and_distinct) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_claim_scripts

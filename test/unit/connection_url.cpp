@@ -9,6 +9,9 @@
 
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_connection_url {
+
 using corolock::connection_config;
 using corolock::error;
 
@@ -228,8 +231,10 @@ BOOST_AUTO_TEST_CASE(doc_states_the_defaults_and_limits) {
     BOOST_TEST(doc.find("bound the **wait for the lock**") != std::string::npos);
     BOOST_TEST(doc.find("They do not bound the body") != std::string::npos);
     // The per-call lease's limits are mutex_options::lease's.
-    BOOST_TEST(doc.find("the limits are `mutex_options::lease`'s (10 ms to 365 days") !=
+    BOOST_TEST(doc.find("the limits are `mutex_options::lease`'s (100 ms to 365 days") !=
                std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_connection_url

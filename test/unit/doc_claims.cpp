@@ -1,6 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The claims the docs make about the code, checked against the code (doc/doc_checks.md says how
 // to mark them). Every page under doc/ and README.md is read, so a page added later is covered.
+#include "core/election_core.hpp"
+#include "core/job_core.hpp"
 #include "core/latch_scripts.hpp"
 #include "core/lock_policy.hpp"
 #include "core/lock_scripts.hpp"
@@ -8,7 +10,9 @@
 #include "zookeeper/core/zk_lock_recipe.hpp"
 #include <corolock/cluster.hpp>
 #include <corolock/config.hpp>
+#include <corolock/election.hpp>
 #include <corolock/error.hpp>
+#include <corolock/job.hpp>
 #include <corolock/latch.hpp>
 #include <corolock/local_mutex.hpp>
 #include <corolock/logger.hpp>
@@ -28,6 +32,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_doc_claims {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -216,6 +223,14 @@ std::map<std::string, std::string> registry() {
     r["mutex_options.fence_ttl"] = fmt(m.lease + m.fence_retention);
     // How long a waiter's record (intent, reservation, place) outlives its last attempt.
     r["mutex_options.waiting_record_ttl"] = fmt(corolock::detail::waiting_record_ttl(m.retry_max));
+
+    const corolock::election_options eo;
+    r["election_options.lock_delay"] = fmt(eo.lock_delay);
+    r["limits.max_lock_delay"] = fmt(corolock::detail::max_lock_delay);
+    const corolock::job_options jo;
+    r["job_options.record_retention"] = fmt(jo.record_retention);
+    r["job_options.at_least_for"] = fmt(jo.at_least_for);
+    r["limits.max_job_duration"] = fmt(corolock::detail::max_job_duration);
 
     // PostgreSQL (postgres/config.hpp holds plain settings: no libpq, no link to
     // corolock::postgres).
@@ -582,3 +597,5 @@ BOOST_AUTO_TEST_CASE(key_patterns_are_the_code_s) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_doc_claims

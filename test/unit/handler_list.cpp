@@ -7,6 +7,9 @@
 #include <memory>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_handler_list {
+
 namespace asio = boost::asio;
 
 using handler = asio::any_completion_handler<void(int)>;
@@ -68,3 +71,5 @@ BOOST_AUTO_TEST_CASE(destroyed_uncalled_frees_their_state) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_handler_list

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_latch_core {
+
 using corolock::error;
 using corolock::error_code;
 namespace d = corolock::detail;
@@ -535,3 +538,5 @@ BOOST_AUTO_TEST_CASE(random_interleavings_keep_the_invariants) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_latch_core

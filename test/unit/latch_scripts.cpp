@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_latch_scripts {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
@@ -193,3 +196,5 @@ BOOST_AUTO_TEST_CASE(scripts_read_time_from_the_server_only) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_latch_scripts

@@ -8,6 +8,9 @@
 #include <deque>
 #include <random>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_lease_table {
+
 using corolock::error;
 using corolock::detail::lease_table;
 using corolock::detail::lease_watch;
@@ -240,3 +243,5 @@ BOOST_AUTO_TEST_CASE(renewal_without_enough_replicas_is_a_loss) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_lease_table

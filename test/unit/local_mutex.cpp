@@ -25,6 +25,9 @@
 #include <utility>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_local_mutex {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -459,3 +462,5 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check, fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_local_mutex

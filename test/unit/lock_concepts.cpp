@@ -13,6 +13,9 @@
 #include <sstream>
 #include <stdexcept>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_lock_concepts {
+
 using corolock::fencing_kind;
 using corolock::fencing_token;
 using corolock::lock_backend;
@@ -111,3 +114,5 @@ BOOST_AUTO_TEST_CASE(tokens_and_capabilities_print) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_lock_concepts

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_lock_core {
+
 using corolock::error;
 using corolock::detail::acquire_params;
 using corolock::detail::acquisition;
@@ -320,6 +323,22 @@ BOOST_AUTO_TEST_CASE(a_deadline_with_no_reply_since_the_attempt_is_the_servers_t
     core.on_script_reply();
     out.clear();
     core.on_timer(b, t0 + 1s, out);
+    BOOST_TEST(out[0].ec == error::acquire_timeout);
+    // On a cluster only replies for the name's slot count: another master's say nothing of a
+    // master that died (scale-out K3: a multi-lock's member try said acquire_timeout).
+    lock_core sharded(1, true);
+    acquisition c(p, "n"), d(p, "n");
+    out.clear();
+    sharded.start(c, t0, out);
+    sharded.on_script_reply(sharded.slot_of("m")); // another slot
+    out.clear();
+    sharded.on_timer(c, t0 + 1s, out);
+    BOOST_TEST(out[0].ec == error::server_timeout);
+    out.clear();
+    sharded.start(d, t0, out);
+    sharded.on_script_reply(sharded.slot_of("{n}:fence")); // the name's own slot
+    out.clear();
+    sharded.on_timer(d, t0 + 1s, out);
     BOOST_TEST(out[0].ec == error::acquire_timeout);
 }
 
@@ -635,3 +654,5 @@ BOOST_AUTO_TEST_CASE(a_force_unlock_or_a_reconnect_renews_now) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_lock_core

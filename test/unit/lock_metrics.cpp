@@ -14,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_lock_metrics {
+
 using namespace std::chrono_literals;
 using corolock::acquire_outcome;
 using corolock::duration_histogram;
@@ -476,3 +479,5 @@ BOOST_AUTO_TEST_CASE(doc_names_every_family_and_the_defaults) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_lock_metrics

@@ -14,6 +14,9 @@
 #include <string_view>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_lock_scripts {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
@@ -634,3 +637,5 @@ BOOST_AUTO_TEST_CASE(name_problem_names_the_rule) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_lock_scripts

@@ -7,6 +7,9 @@
 #include <iostream>
 #include <sstream>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_logger {
+
 BOOST_AUTO_TEST_SUITE(logger)
 
 BOOST_AUTO_TEST_CASE(default_sink_says_corolock_once) {
@@ -22,3 +25,5 @@ BOOST_AUTO_TEST_CASE(default_sink_says_corolock_once) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_logger

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_multiplexer {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
@@ -422,3 +425,5 @@ BOOST_FIXTURE_TEST_CASE(ignore_turns_error_reply_into_server_error, fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_multiplexer

@@ -8,6 +8,9 @@
 #include <set>
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_owner_id {
+
 using corolock::detail::random_owner_id;
 using corolock::detail::view;
 
@@ -36,3 +39,5 @@ BOOST_AUTO_TEST_CASE(ids_are_hex_distinct_and_use_every_digit) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_owner_id

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_rate_scripts {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::generic_response;
@@ -368,3 +371,5 @@ BOOST_AUTO_TEST_CASE(printable) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_rate_scripts

@@ -4,6 +4,9 @@
 #include <boost/asio/error.hpp>
 #include <boost/test/unit_test.hpp>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_redirect_policy {
+
 namespace cl = corolock;
 using cl::detail::cluster_node;
 using cl::detail::parse_redirect;
@@ -100,3 +103,5 @@ BOOST_AUTO_TEST_CASE(budget_ends_a_redirect_loop) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_redirect_policy

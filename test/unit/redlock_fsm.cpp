@@ -12,6 +12,9 @@
 #include <numeric>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_redlock_fsm {
+
 using corolock::error;
 using corolock::error_code;
 using corolock::detail::decode_vote;
@@ -608,3 +611,5 @@ BOOST_AUTO_TEST_CASE(a_wait_already_over_is_one_round_and_held_is_a_timeout) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_redlock_fsm

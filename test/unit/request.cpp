@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_request {
+
 BOOST_AUTO_TEST_SUITE(request)
 
 // A blocking command holds every later reply on its connection, renewals included: the request
@@ -76,3 +79,5 @@ BOOST_AUTO_TEST_CASE(commands_inside_a_transaction_do_not_block) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_request

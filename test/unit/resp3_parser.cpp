@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_resp3_parser {
+
 namespace resp3 = corolock::resp3;
 using corolock::error;
 using corolock::error_code;
@@ -711,3 +714,5 @@ BOOST_AUTO_TEST_CASE(random_trees_any_split) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_resp3_parser

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_resp3_serializer {
+
 namespace resp3 = corolock::resp3;
 using corolock::error_code;
 using resp3::node;
@@ -179,3 +182,5 @@ BOOST_AUTO_TEST_CASE(one_mebibyte_value) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_resp3_serializer

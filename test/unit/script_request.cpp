@@ -8,6 +8,9 @@
 
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_script_request {
+
 using corolock::request;
 using corolock::script;
 using namespace std::string_literals;
@@ -78,3 +81,5 @@ BOOST_AUTO_TEST_CASE(noscript_is_recognised_by_its_first_word) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_script_request

@@ -9,6 +9,15 @@
 
 #include <string>
 
+namespace corolock {
+std::ostream& operator<<(std::ostream& os, const address& a) {
+    return os << a.host << ":" << a.port;
+}
+} // namespace corolock
+
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_sentinel_resolve {
+
 using corolock::address;
 using corolock::error;
 using corolock::error_code;
@@ -20,12 +29,6 @@ using corolock::detail::pick_watch_target;
 using corolock::detail::sentinel_answer;
 using corolock::detail::sentinel_list;
 using corolock::test::wire;
-
-namespace corolock {
-std::ostream& operator<<(std::ostream& os, const address& a) {
-    return os << a.host << ":" << a.port;
-}
-} // namespace corolock
 
 namespace {
 
@@ -326,3 +329,5 @@ BOOST_AUTO_TEST_CASE(each_watch_takes_a_sentinel_no_other_watch_is_on) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_sentinel_resolve

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_slot_table {
+
 namespace cl = corolock;
 using cl::detail::cluster_node;
 using cl::detail::common_slot;
@@ -180,3 +183,5 @@ BOOST_AUTO_TEST_CASE(hostile_replies_fail_cleanly) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_slot_table

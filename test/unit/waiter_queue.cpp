@@ -3,6 +3,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_waiter_queue {
+
 using corolock::detail::waiter_queue;
 
 BOOST_AUTO_TEST_SUITE(waiter_queue_tests)
@@ -110,3 +113,5 @@ BOOST_AUTO_TEST_CASE(all_twice_saturates_instead_of_wrapping) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_waiter_queue

@@ -25,6 +25,9 @@
 #include <stdexcept>
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_with_lock {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -315,3 +318,5 @@ BOOST_FIXTURE_TEST_CASE(a_loss_inside_a_value_body_throws_lease_lost, lock_fixtu
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_with_lock

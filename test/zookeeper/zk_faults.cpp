@@ -24,6 +24,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace zookeeper_zk_faults {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -368,3 +371,5 @@ BOOST_AUTO_TEST_CASE(leader_killed_under_load_from_three_processes) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace zookeeper_zk_faults

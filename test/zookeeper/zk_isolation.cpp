@@ -26,6 +26,9 @@
 #include <unistd.h>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace zookeeper_zk_isolation {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -255,3 +258,5 @@ BOOST_AUTO_TEST_CASE(holder_on_a_leader_cut_off_from_its_quorum_is_told_before_a
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace zookeeper_zk_isolation

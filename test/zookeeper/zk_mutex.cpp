@@ -25,6 +25,9 @@
 #include <string_view>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace zookeeper_zk_mutex {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -419,6 +422,24 @@ BOOST_FIXTURE_TEST_CASE(chroot_and_digest_auth, zk_fixture) {
         corolock::zk_connection conn(ex, bad);
         auto [rec] = co_await conn.async_run(tuple);
         BOOST_TEST(rec == corolock::error::invalid_argument);
+        // A chroot that does not exist: the first call's refusal names it (issue 28).
+        auto missing = zk_test_config();
+        missing.chroot = "/corolock-no-such-chroot";
+        std::vector<std::string> errors;
+        missing.log.lvl = corolock::logger::level::error;
+        missing.log.fn = [&](corolock::logger::level, std::string_view line) {
+            errors.emplace_back(line);
+        };
+        running_zk nowhere(ex, missing);
+        zk_mutex lost(*nowhere, "/locks/a");
+        auto [mec, ml] = co_await lost.async_acquire_for(5s, tuple);
+        BOOST_TEST(mec == corolock::error::server_error, mec.message());
+        BOOST_TEST(!ml.owns());
+        bool named = false;
+        for (const auto& e : errors)
+            named = named || e.find("the chroot '/corolock-no-such-chroot' does not exist") !=
+                                 std::string::npos;
+        BOOST_TEST(named, errors.size() << " error lines, none names the chroot");
     });
 }
 
@@ -555,3 +576,5 @@ BOOST_FIXTURE_TEST_CASE(generic_lock_meter_check_over_zookeeper, zk_fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace zookeeper_zk_mutex

@@ -18,6 +18,9 @@
 #include <memory>
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace zookeeper_zk_unreachable {
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using asio::awaitable;
@@ -300,3 +303,5 @@ BOOST_AUTO_TEST_CASE(invalid_path_says_why) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace zookeeper_zk_unreachable

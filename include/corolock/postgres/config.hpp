@@ -37,7 +37,7 @@ struct pg_config {
 /// Policy of the acquisitions made through one `pg_mutex`. Checked before anything is sent
 /// (`invalid_lease`, `invalid_argument`).
 struct pg_mutex_options {
-    /// Lease of each acquisition, 10 ms to 365 days, counted by the server's clock. With the
+    /// Lease of each acquisition, 100 ms to 365 days, counted by the server's clock. With the
     /// watchdog it is renewed every lease/3 while held.
     std::chrono::steady_clock::duration lease = std::chrono::seconds(30);
     /// Renew the lease while held (true), or let it expire (false: a fixed lease).

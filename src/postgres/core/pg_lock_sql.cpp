@@ -2,6 +2,7 @@
 #include "postgres/core/pg_lock_sql.hpp"
 
 #include "core/lease_table.hpp"
+#include "core/lock_policy.hpp"
 #include <corolock/postgres/config.hpp>
 
 #include <charconv>
@@ -130,14 +131,6 @@ bool valid_utf8(std::string_view s) noexcept {
     return true;
 }
 
-using std::chrono::steady_clock;
-constexpr steady_clock::duration max_duration = std::chrono::hours(24 * 365);
-
-// A fallback back-off's bounds: base at least 1 ms, cap between base and a year.
-bool valid_retry(steady_clock::duration base, steady_clock::duration cap) noexcept {
-    return base >= std::chrono::milliseconds(1) && cap >= base && cap <= max_duration;
-}
-
 } // namespace
 
 error_code check_name(std::string_view name) noexcept {
@@ -148,9 +141,9 @@ error_code check_name(std::string_view name) noexcept {
 }
 
 error_code check_options(const pg_mutex_options& o) noexcept {
-    if (o.lease < std::chrono::milliseconds(10) || o.lease > max_duration)
+    if (!valid_lease(o.lease))
         return error::invalid_lease;
-    if (o.max_hold < steady_clock::duration::zero() || o.max_hold > max_duration)
+    if (!within(o.max_hold, std::chrono::steady_clock::duration::zero()))
         return error::invalid_argument;
     if (!valid_retry(o.retry_base, o.retry_max))
         return error::invalid_argument;
@@ -167,7 +160,7 @@ std::int64_t xact_key(std::string_view name) noexcept {
 }
 
 error_code check_xact_options(const pg_xact_options& o) noexcept {
-    if (o.attempt_wait < std::chrono::milliseconds(1) || o.attempt_wait > max_duration)
+    if (!within(o.attempt_wait, std::chrono::milliseconds(1)))
         return error::invalid_argument;
     if (!valid_retry(o.retry_base, o.retry_max))
         return error::invalid_argument;
@@ -196,7 +189,7 @@ std::string acquire_failure(std::string_view name, std::string_view sqlstate,
     return out;
 }
 
-std::string to_ms(steady_clock::duration d) {
+std::string to_ms(std::chrono::steady_clock::duration d) {
     return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(d).count());
 }
 

@@ -166,6 +166,9 @@ zk_acquire_action zk_acquire_fsm::on_parent_created(zk_rc rc, int raw_rc) {
     auto a = act(kind::refuse, path_);
     a.request = "create (parents of)";
     a.raw_rc = raw_rc;
+    // The topmost parent's own parent is the root, which always exists unless a chroot that
+    // does not exist is the root.
+    a.root_missing = rc == zk_rc::no_node && parent_at_ == path_.find('/', 1);
     return end(std::move(a));
 }
 

@@ -50,7 +50,8 @@ struct zk_acquire_action {
     bool drop_node = false;
     const char* request = "";
     int raw_rc = 0;
-    bool found_own = false; // watch: our node, found by owner id after a lost create reply
+    bool found_own = false;    // watch: our node, found by owner id after a lost create reply
+    bool root_missing = false; // refuse: the topmost parent had no parent (the chroot is missing)
 
     // Whether the acquisition completes with it (else it sends or waits).
     bool ends() const noexcept {

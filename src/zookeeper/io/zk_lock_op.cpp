@@ -292,9 +292,13 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
 
     // A request the server refused (an ACL without our credentials, a node that cannot be
     // made): said in the log with ZooKeeper's reason, as the error code cannot carry it.
-    void refused(const char* request_name, const std::string& path, int rc) {
-        session->log(logger::level::error, std::string("zookeeper: ") + request_name + " " + path +
-                                               " refused: " + zerror(rc));
+    void refused(const char* request_name, const std::string& path, int rc, bool root_missing) {
+        std::string why =
+            std::string("zookeeper: ") + request_name + " " + path + " refused: " + zerror(rc);
+        if (root_missing && !session->config().chroot.empty())
+            why += ": the chroot '" + session->config().chroot +
+                   "' does not exist (create it, or fix zk_config::chroot)";
+        session->log(logger::level::error, why);
         finish(zk_error(rc), {});
     }
 
@@ -404,7 +408,7 @@ struct zk_acquire_op : std::enable_shared_from_this<zk_acquire_op> {
                 co_return finish(a.ec, {});
             case kind::refuse:
                 drop_node();
-                co_return refused(a.request, a.path, a.raw_rc);
+                co_return refused(a.request, a.path, a.raw_rc, a.root_missing);
             case kind::abandon:
                 co_return abandon(a.ec);
             }

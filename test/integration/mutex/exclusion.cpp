@@ -3,6 +3,9 @@
 // L6), and nested holds that never end the outer section (review S7).
 #include "integration/mutex/fixture.hpp"
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_mutex_exclusion {
+
 using namespace mutex_test;
 
 BOOST_AUTO_TEST_SUITE(mutex)
@@ -226,3 +229,5 @@ BOOST_FIXTURE_TEST_CASE(nested_hold_never_releases_the_outer_section, fixture) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_mutex_exclusion

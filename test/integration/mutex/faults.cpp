@@ -2,6 +2,10 @@
 // Faults around a hold: a reply lost with the connection (review L3, S1), the connection
 // stopped under a holder and a waiter, and a holder process killed.
 #include "integration/mutex/fixture.hpp"
+#include <corolock/fair_mutex.hpp>
+
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_mutex_faults {
 
 using namespace mutex_test;
 
@@ -95,6 +99,83 @@ BOOST_FIXTURE_TEST_CASE(acquire_with_lost_reply_is_undone_and_retried, fixture) 
     });
 }
 
+// A fair_mutex waiter whose connection fails keeps its place in the line: the undo of an
+// attempt with an unknown outcome leaves the place where it was, and the undo of a grant whose
+// reply was lost puts the waiter back at the head, not behind the waiters that came after it.
+BOOST_FIXTURE_TEST_CASE(a_fault_on_a_fair_waiters_connection_keeps_its_place, fixture) {
+    run([&]() -> awaitable<void> {
+        auto& c = proxied();
+        auto o = lease_of(10s);
+        o.retry_base = 200ms;
+        o.retry_max = 1s;
+        const std::string name = "fair:fault";
+        corolock::fair_mutex h(conn, name, o), w1(c, name, o), w2(peer, name, o);
+        {
+            lease warm = co_await w1.async_acquire(); // the scripts are loaded on c
+            co_await warm.async_release();
+        }
+        lease held = co_await h.async_acquire();
+        struct grants {
+            std::vector<int> order;
+            lease l1, l2;
+        };
+        // Shared with the handlers: a failed check may leave one to run after this body.
+        auto g = std::make_shared<grants>();
+        auto& order = g->order;
+        auto& l1 = g->l1;
+        auto& l2 = g->l2;
+        w1.async_acquire_for(30s, [g](error_code ec, lease l) {
+            BOOST_TEST(!ec, ec.message());
+            g->l1 = std::move(l);
+            g->order.push_back(1);
+        });
+        auto line_size = [&] { return srv.command({"ZCARD", "{fair:fault}:q"}); };
+        BOOST_REQUIRE(co_await eventually([&] { return line_size() == ":1\r\n"; }, 3s));
+        w2.async_acquire_for(30s, [g](error_code ec, lease l) {
+            BOOST_TEST(!ec, ec.message());
+            g->l2 = std::move(l);
+            g->order.push_back(2);
+        });
+        BOOST_REQUIRE(co_await eventually([&] { return line_size() == ":2\r\n"; }, 3s));
+        auto line = [&] { return srv.command({"ZRANGE", "{fair:fault}:q", "0", "-1"}); };
+        const auto first_line = line(); // w1, then w2
+        constexpr int replies = static_cast<int>(direction::server_to_client);
+
+        // 1. A retry of w1 (refused: h holds) whose reply is lost with the connection.
+        auto undos = corolock::get_lock_stats(c).undos;
+        proxy->half_open();
+        BOOST_REQUIRE(
+            co_await eventually([&] { return proxy->stats().bytes_held[replies] > 0; }, 5s));
+        proxy->reset_all();
+        proxy->heal();
+        BOOST_REQUIRE(
+            co_await eventually([&] { return corolock::get_lock_stats(c).undos > undos; }, 5s));
+        co_await sleep_for(1500ms); // reconnected, and w1 has retried at least once
+        BOOST_TEST(line() == first_line);
+
+        // 2. The grant to w1 at h's release, its reply lost with the connection.
+        undos = corolock::get_lock_stats(c).undos;
+        proxy->half_open();
+        co_await held.async_release();
+        BOOST_REQUIRE(co_await eventually([&] { return exists(name); }, 5s)); // w1's grant
+        BOOST_REQUIRE(
+            co_await eventually([&] { return proxy->stats().bytes_held[replies] > 0; }, 5s));
+        const auto granted_to = owner(name);
+        proxy->reset_all();
+        proxy->heal();
+        BOOST_REQUIRE(co_await eventually([&] { return !order.empty(); }, 8s));
+        BOOST_TEST(corolock::get_lock_stats(c).undos > undos);
+        BOOST_TEST(order == std::vector<int>{1}, "w1 first, its place kept");
+        BOOST_TEST(l1.valid());
+        BOOST_TEST(owner(name) == granted_to); // the same acquisition, redone
+        co_await l1.async_release();
+        BOOST_REQUIRE(co_await eventually([&] { return order.size() == 2; }, 5s));
+        BOOST_TEST((order == std::vector<int>{1, 2}));
+        co_await l2.async_release();
+        BOOST_TEST(srv.command({"EXISTS", name, "{fair:fault}:q", "{fair:fault}:qd"}) == ":0\r\n");
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // A stopped connection, a killed holder process
 
@@ -179,3 +260,5 @@ BOOST_AUTO_TEST_CASE(holder_process_killed_lock_frees_within_lease) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_mutex_faults

@@ -3,6 +3,9 @@
 // (review S5); fenced writes refusing a stale token; fence keys that expire.
 #include "integration/mutex/fixture.hpp"
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_mutex_fencing {
+
 using namespace mutex_test;
 
 BOOST_AUTO_TEST_SUITE(mutex)
@@ -39,7 +42,7 @@ BOOST_FIXTURE_TEST_CASE(tokens_increase_across_flushall_expiry_and_restart, fixt
                 co_await l.async_release();
             }
             // Fixed leases that run out between acquisitions.
-            corolock::mutex e(conn, "lock:fence", lease_of(30ms, false));
+            corolock::mutex e(conn, "lock:fence", lease_of(100ms, false));
             for (int i = 0; i < 5; ++i) {
                 lease l = co_await e.async_acquire();
                 check(l);
@@ -153,10 +156,10 @@ BOOST_FIXTURE_TEST_CASE(deferred_fenced_eval_sends_nothing_until_awaited, fixtur
 BOOST_FIXTURE_TEST_CASE(fence_keys_expire_after_retention, fixture) {
     run(
         [&]() -> awaitable<void> {
-            auto opts = lease_of(50ms, false);
+            auto opts = lease_of(100ms, false);
             opts.fence_retention = 200ms;
             constexpr int workers = 40, per_worker = 2500; // 100,000 names
-            // A 50 ms fixed lease may run out before its release under this load (the release
+            // A 100 ms fixed lease may run out before its release under this load (the release
             // then says lease_lost): both leave no lock key.
             std::atomic<int> acquired{0}, failed{0}, released{0}, expired{0};
             auto ex = co_await asio::this_coro::executor;
@@ -208,3 +211,5 @@ BOOST_FIXTURE_TEST_CASE(fence_keys_expire_after_retention, fixture) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_mutex_fencing

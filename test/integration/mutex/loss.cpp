@@ -3,6 +3,9 @@
 // key, expired, checked against the clock (review S2, L1, Q4), and logged.
 #include "integration/mutex/fixture.hpp"
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_mutex_loss {
+
 using namespace mutex_test;
 
 BOOST_AUTO_TEST_SUITE(mutex)
@@ -93,9 +96,9 @@ BOOST_FIXTURE_TEST_CASE(loss_with_key_still_in_redis_cleans_up, fixture) {
         corolock::mutex m(c, "lock:late", lease_of(3s)), b(peer, "lock:late");
         {
             // Warm the renew script (a cold cache would add a NOSCRIPT round trip).
-            corolock::mutex w(c, "lock:warm", lease_of(30ms));
+            corolock::mutex w(c, "lock:warm", lease_of(100ms));
             lease wl = co_await w.async_acquire();
-            co_await sleep_for(50ms);
+            co_await sleep_for(50ms); // a renewal at 33 ms
             co_await wl.async_release();
         }
         lease a = co_await m.async_acquire();
@@ -222,3 +225,5 @@ BOOST_FIXTURE_TEST_CASE(lost_leases_and_undos_are_logged, fixture) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_mutex_loss

@@ -3,6 +3,9 @@
 // between connections, force_unlock, and the fallback timers when pub/sub is refused.
 #include "integration/mutex/fixture.hpp"
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_mutex_waiting {
+
 using namespace mutex_test;
 
 BOOST_AUTO_TEST_SUITE(mutex)
@@ -218,3 +221,5 @@ BOOST_AUTO_TEST_CASE(waiters_without_channel_rights_fall_back_to_their_timers) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_mutex_waiting

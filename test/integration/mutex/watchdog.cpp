@@ -3,6 +3,9 @@
 // connection's strand, on the caller's executor (review S4).
 #include "integration/mutex/fixture.hpp"
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace integration_mutex_watchdog {
+
 using namespace mutex_test;
 
 BOOST_AUTO_TEST_SUITE(mutex)
@@ -248,3 +251,5 @@ BOOST_FIXTURE_TEST_CASE(a_key_deleted_after_a_long_lease_cycle_is_found_at_the_n
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace integration_mutex_watchdog

@@ -347,7 +347,7 @@ void core_model::perform(int p, const detail::lock_actions& out) {
         }
         case kind::give_back:
             gave_back(c);
-            send_give_back(p, c);
+            send_give_back(p, c, x.keep_place);
             break;
         case kind::attempt:
             attempt(c);

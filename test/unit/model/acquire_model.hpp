@@ -262,7 +262,8 @@ protected:
     void perform(int p, const detail::lock_actions& out);
     // What the driver sends or does for each action.
     virtual void send_attempt(int p, core_caller& c) = 0;
-    virtual void send_give_back(int p, core_caller& c) = 0;
+    // keep_place: the acquisition goes on (a fair lock's place in line stays, lock_action).
+    virtual void send_give_back(int p, core_caller& c, bool keep_place) = 0;
     virtual void listen(int /*p*/, int /*name*/, bool /*on*/) {}
     virtual void on_complete(int /*p*/, core_caller& /*c*/, const detail::lock_action& /*x*/) {}
 

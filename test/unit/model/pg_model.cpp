@@ -25,6 +25,9 @@
 #include <algorithm>
 #include <memory>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_model_pg {
+
 using namespace corolock::test::model;
 using corolock::error;
 using corolock::error_code;
@@ -201,7 +204,7 @@ private:
         auto& pr = procs_[p];
         (pr.up ? pr.live : pr.unsent).push_back({&static_cast<xact&>(c), c.lock});
     }
-    void send_give_back(int, core_caller&) override {} // never: gave_back fails first
+    void send_give_back(int, core_caller&, bool) override {} // never: gave_back fails first
 
     void on_complete(int, core_caller& c, const corolock::detail::lock_action& x) override {
         auto& a = static_cast<xact&>(c);
@@ -326,3 +329,5 @@ BOOST_AUTO_TEST_CASE(locked_transactions_complete_once_as_they_ran) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_model_pg

@@ -22,6 +22,9 @@
 #include <memory>
 #include <set>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_model_redis {
+
 using namespace corolock::test::model;
 using corolock::error;
 using corolock::detail::attempt_reply;
@@ -56,6 +59,7 @@ struct request {
     int k = 1;                          // a semaphore's permits
     bool once = false;                  // a try: records no reservation, place or intent
     bool reader = false;                // a shared_mutex's reader (its record is in {N}:r)
+    bool keep_place = false;            // an undo whose acquisition goes on (fair_release 'keep')
 };
 
 struct frame {
@@ -111,7 +115,7 @@ struct key_state {
     int reserved = 0;
     time_point reserved_until{};
     deadline_set intents;
-    std::map<std::uint64_t, std::uint64_t> tickets;
+    std::map<std::uint64_t, std::int64_t> tickets; // an undo's 'keep' may go below 1
 };
 
 // The core's acquisition, with what the model knows of it.
@@ -350,8 +354,9 @@ private:
     void send_attempt(int p, core_caller& c) override {
         out_[p].push_back(make_request(request::acquire, static_cast<redis_caller&>(c)));
     }
-    void send_give_back(int p, core_caller& c) override {
+    void send_give_back(int p, core_caller& c, bool keep_place) override {
         out_[p].push_back(make_request(request::release, static_cast<redis_caller&>(c)));
+        out_[p].back().keep_place = keep_place;
     }
     void listen(int p, int name, bool on) override {
         out_[p].push_back({on ? request::subscribe : request::unsubscribe, 0, name});
@@ -608,7 +613,8 @@ private:
 
     // A fair_mutex's line: its head is the member with the lowest ticket (0: nobody).
     static std::uint64_t line_head(const key_state& k) {
-        std::uint64_t head = 0, first = 0;
+        std::uint64_t head = 0;
+        std::int64_t first = 0;
         for (const auto& [m, ticket] : k.tickets)
             if (!head || ticket < first)
                 head = m, first = ticket;
@@ -634,7 +640,7 @@ private:
             purge_line(k);
             auto refused = [&](clock_type::duration wait) {
                 if (!r.once) { // take a place at the back, or keep one's ticket (NX)
-                    std::uint64_t last = 0;
+                    std::int64_t last = 0;
                     for (const auto& [m, ticket] : k.tickets)
                         last = std::max(last, ticket);
                     if (k.tickets.emplace(r.owner, last + 1).second)
@@ -658,9 +664,19 @@ private:
             return granted(p, r, take_hash(r.name, r.owner));
         }
         const bool was_head = line_head(k) == r.owner && r.owner != 0;
-        const bool left = k.tickets.count(r.owner) != 0;
-        leave();
+        const bool left = !r.keep_place && k.tickets.count(r.owner) != 0;
+        if (!r.keep_place)
+            leave();
         const bool freed = free(r.name, r.owner);
+        if (freed && r.keep_place) { // back at the head of the line, where it was when granted
+            std::int64_t first = 2;  // an empty line: ticket 1, as the script
+            if (!k.tickets.empty())
+                first = std::min_element(k.tickets.begin(), k.tickets.end(), [](auto& a, auto& b) {
+                            return a.second < b.second;
+                        })->second;
+            k.tickets[r.owner] = first - 1;
+            k.intents.add(r.owner, now_ + intent_);
+        }
         answer_release(p, r, freed);
         if (freed || (left && was_head && hash(r.name) == nullptr)) {
             purge_line(k);
@@ -834,3 +850,5 @@ BOOST_AUTO_TEST_CASE(a_shared_mutex_excludes_writers) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_model_redis

@@ -24,6 +24,9 @@
 #include <sstream>
 #include <tuple>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_model_zk {
+
 using namespace corolock::test::model;
 using corolock::error_code;
 using corolock::detail::zk_acquire_action;
@@ -564,3 +567,5 @@ BOOST_AUTO_TEST_CASE(acquisitions_keep_exclusion_and_leave_no_node) {
 
 BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_model_zk

@@ -9,6 +9,9 @@
 #include <array>
 #include <string>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_postgres_pg_lock_sql {
+
 namespace sql = corolock::detail::pg_sql;
 using corolock::error;
 using corolock::error_code;
@@ -33,7 +36,7 @@ BOOST_AUTO_TEST_CASE(names) {
 BOOST_AUTO_TEST_CASE(options) {
     corolock::pg_mutex_options o;
     BOOST_TEST(!sql::check_options(o));
-    o.lease = 9ms;
+    o.lease = 99ms;
     BOOST_TEST(sql::check_options(o) == error::invalid_lease);
     o.lease = std::chrono::hours(24 * 366);
     BOOST_TEST(sql::check_options(o) == error::invalid_lease);
@@ -192,3 +195,5 @@ BOOST_AUTO_TEST_CASE(acquisition_parameters) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_postgres_pg_lock_sql

@@ -14,6 +14,9 @@ std::ostream& operator<<(std::ostream& os, const std::optional<pg_backend>& b) {
 }
 } // namespace corolock::detail
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_postgres_pg_session_fsm {
+
 namespace {
 
 using corolock::detail::pg_backend;
@@ -138,3 +141,5 @@ BOOST_AUTO_TEST_CASE(answers_decode) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_postgres_pg_session_fsm

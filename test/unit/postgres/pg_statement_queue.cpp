@@ -33,6 +33,9 @@ std::ostream& operator<<(std::ostream& os, queue::cancelled c) {
 }
 } // namespace corolock::detail
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_postgres_pg_statement_queue {
+
 namespace {
 
 using corolock::detail::queue;
@@ -198,3 +201,5 @@ BOOST_AUTO_TEST_CASE(take_all_empties_it) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_postgres_pg_statement_queue

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_zookeeper_zk_acquire_fsm {
+
 using corolock::error_code;
 using corolock::detail::zk_acquire_action;
 using corolock::detail::zk_acquire_fsm;
@@ -92,6 +95,25 @@ BOOST_AUTO_TEST_CASE(a_parent_refused_ends_with_the_servers_reason) {
     BOOST_TEST(a.what == kind::refuse);
     BOOST_TEST(std::string(a.request) == "create (parents of)");
     BOOST_TEST(a.raw_rc == -102);
+    BOOST_TEST(!a.root_missing);
+}
+
+// The topmost parent refused with "no node": its parent is the root, missing only when it is a
+// chroot that does not exist (the driver names it). Deeper down, a parent deleted meanwhile.
+BOOST_AUTO_TEST_CASE(no_node_for_the_topmost_parent_is_a_missing_root) {
+    auto f = make();
+    f.start();
+    f.on_created(zk_rc::no_node, "", 0, 1, -101);
+    auto a = f.on_parent_created(zk_rc::no_node, -101);
+    BOOST_TEST(a.what == kind::refuse);
+    BOOST_TEST(a.root_missing);
+    auto g = make();
+    g.start();
+    g.on_created(zk_rc::no_node, "", 0, 1, -101);
+    g.on_parent_created(zk_rc::ok, 0); // /app
+    a = g.on_parent_created(zk_rc::no_node, -101);
+    BOOST_TEST(a.what == kind::refuse);
+    BOOST_TEST(!a.root_missing);
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_create_reply_finds_its_node_by_owner_after_the_reconnect) {
@@ -226,3 +248,5 @@ BOOST_AUTO_TEST_CASE(a_read_node_waits_only_for_an_earlier_write_node) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_zookeeper_zk_acquire_fsm

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_zookeeper_zk_lock_recipe {
+
 using namespace corolock::detail;
 using verdict = zk_lock_decision::verdict;
 
@@ -125,3 +128,5 @@ BOOST_AUTO_TEST_CASE(a_lost_create_reply_finds_its_node_by_owner) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_zookeeper_zk_lock_recipe

@@ -5,6 +5,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+// This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
+namespace unit_zookeeper_zk_session_fsm {
+
 using namespace std::chrono_literals;
 using corolock::zk_session_state;
 using corolock::detail::zk_session_action;
@@ -216,3 +219,5 @@ BOOST_AUTO_TEST_CASE(disconnect_while_connecting_is_no_suspension) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_zookeeper_zk_session_fsm

@@ -1,0 +1,228 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+#include "core/election_core.hpp"
+
+#include "core/lock_scripts.hpp"
+
+#include <charconv>
+#include <limits>
+#include <tuple>
+
+namespace corolock::detail {
+
+namespace {
+
+bool parse_u64(std::string_view s, std::uint64_t& out) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+bool parse_i64(std::string_view s, std::int64_t& out) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+// The next space-separated word of `s`, which loses it and the space.
+std::string_view next_word(std::string_view& s) {
+    const auto sp = s.find(' ');
+    const auto w = s.substr(0, sp);
+    s = sp == std::string_view::npos ? std::string_view() : s.substr(sp + 1);
+    return w;
+}
+
+// (term, version), a term's end after all its versions.
+std::pair<std::uint64_t, std::uint64_t> order_of(std::uint64_t term, std::uint64_t version,
+                                                 bool ended) {
+    return {term, ended ? std::numeric_limits<std::uint64_t>::max() : version};
+}
+
+} // namespace
+
+// Every script checks that the caller still holds the lock (its owner id in the hash) before it
+// writes, and publishes with pcall: a PUBLISH refused by the ACL leaves the write standing, and
+// observers then see it on their next read.
+const script& begin_script() {
+    static const script s(R"lua(
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
+   redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 0
+end
+local token = redis.call('HGET', KEYS[1], 'token')
+if ARGV[6] == '1' then
+  local rec = redis.call('GET', KEYS[2])
+  if rec then
+    local term, state = string.match(rec, '^(%d+) (%a+)$')
+    if state == 'live' and term ~= token then return 2 end
+  end
+end
+redis.call('HSET', KEYS[1], 'value', ARGV[2], 'version', 1)
+redis.call('SET', KEYS[2], token .. ' live', 'PX', ARGV[3])
+local msg = 'leader ' .. token .. ' 1 ' .. redis.call('PTTL', KEYS[1]) .. ' ' .. ARGV[2]
+redis.pcall(ARGV[4] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[5], msg)
+return 1
+)lua");
+    return s;
+}
+
+const script& proclaim_script() {
+    static const script s(R"lua(
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
+   redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 0
+end
+local token = redis.call('HGET', KEYS[1], 'token')
+local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], 'value', ARGV[2])
+redis.call('SET', KEYS[2], token .. ' live', 'PX', ARGV[3])
+local msg = 'leader ' .. token .. ' ' .. v .. ' ' .. redis.call('PTTL', KEYS[1]) .. ' ' .. ARGV[2]
+redis.pcall(ARGV[4] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[5], msg)
+return v
+)lua");
+    return s;
+}
+
+const script& resign_script() {
+    static const script s(R"lua(
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' or
+   redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 0
+end
+local token = redis.call('HGET', KEYS[1], 'token')
+redis.call('HDEL', KEYS[1], 'value', 'version')
+redis.call('SET', KEYS[2], token .. ' ended', 'PX', ARGV[2])
+redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[4], 'ended ' .. token)
+return 1
+)lua");
+    return s;
+}
+
+const script& leader_read_script() {
+    static const script s(R"lua(
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return {-1, redis.call('GET', KEYS[2]) or '0'} end
+if kind ~= 'hash' or redis.call('HEXISTS', KEYS[1], 'owner') == 0 then
+  return redis.error_reply('WRONGTYPE the key at the election name is not a corolock lock')
+end
+local v = redis.call('HMGET', KEYS[1], 'token', 'value', 'version')
+if not v[2] then return {0, v[1]} end
+return {1, v[1], v[3], tostring(redis.call('PTTL', KEYS[1])), v[2]}
+)lua");
+    return s;
+}
+
+error_code decode_begin(const generic_response& r, begin_reply& out) {
+    std::int64_t v = 0; // decode_integer keeps the server's error class
+    if (auto ec = decode_integer(r, v))
+        return ec;
+    switch (v) {
+    case 0:
+        out = begin_reply::lost;
+        return {};
+    case 1:
+        out = begin_reply::begun;
+        return {};
+    case 2:
+        out = begin_reply::delayed;
+        return {};
+    default:
+        return error::unexpected_reply;
+    }
+}
+
+std::optional<leader_view> parse_leader_message(std::string_view payload) {
+    leader_view v;
+    const auto kind = next_word(payload);
+    if (kind == "ended") {
+        v.ended = true;
+        if (!parse_u64(payload, v.term))
+            return std::nullopt;
+        return v;
+    }
+    if (kind != "leader")
+        return std::nullopt;
+    v.present = true;
+    if (!parse_u64(next_word(payload), v.term) || !parse_u64(next_word(payload), v.version) ||
+        !parse_i64(next_word(payload), v.ttl_ms))
+        return std::nullopt;
+    v.value = payload;
+    return v;
+}
+
+std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
+                           std::string_view value) {
+    std::string s = "leader " + std::to_string(term) + ' ' + std::to_string(version) + ' ' +
+                    std::to_string(ttl_ms) + ' ';
+    s.append(value);
+    return s;
+}
+
+// The read script replies {1, term, version, ttl ms, value} (a proclaimed leader), {0, term} (a
+// term begun, not yet proclaimed) or {-1, last token issued} (nobody holds the lock).
+error_code decode_leader_read(const generic_response& r, leader_view& out) {
+    if (const auto* e = find_error(r))
+        return classify_server_error(e->value);
+    // Checked before anything else is read: a hostile reply of any size is refused here.
+    if (r.empty() || r[0].data_type != resp3::type::array || r.size() != r[0].aggregate_size + 1 ||
+        (r.size() != 3 && r.size() != 6))
+        return error::unexpected_reply;
+    std::string_view cells[5];
+    for (std::size_t i = 1; i < r.size(); ++i) {
+        if (r[i].depth != 1 || r[i].data_type == resp3::type::array)
+            return error::unexpected_reply;
+        cells[i - 1] = r[i].value;
+    }
+    std::int64_t kind = 0;
+    out = leader_view{};
+    if (!parse_i64(cells[0], kind) || !parse_u64(cells[1], out.term))
+        return error::unexpected_reply;
+    const bool two = r.size() == 3;
+    switch (kind) {
+    case 1:
+        if (two || !parse_u64(cells[2], out.version) || !parse_i64(cells[3], out.ttl_ms))
+            return error::unexpected_reply;
+        out.present = true;
+        out.value = cells[4];
+        return {};
+    case 0:
+        return two ? error_code() : error_code(error::unexpected_reply);
+    case -1:
+        out.ended = true;
+        return two ? error_code() : error_code(error::unexpected_reply);
+    default:
+        return error::unexpected_reply;
+    }
+}
+
+std::optional<leader_event> observe_core::on_view(const leader_view& v) {
+    auto term = v.term;
+    auto ended = v.ended;
+    // "Nobody holds it" with an older term than the one delivered: the fence key that records
+    // the last term is gone (fence_retention), so the end is that of the delivered term.
+    if (!v.present && term < last_.term.value()) {
+        term = last_.term.value();
+        ended = true;
+    }
+    const auto order = order_of(term, v.version, ended);
+    const auto last = order_of(last_.term.value(), last_version_, last_ended_);
+    if (delivered_ && order <= last)
+        return std::nullopt;
+    const bool was_present = last_.present;
+    const bool skipped =
+        delivered_ && (gap_ || (v.present && was_present && term == last_.term.value() &&
+                                v.version > last_version_ + 1));
+    last_.present = v.present;
+    last_.term = fencing_token(lock_backend::redis, term);
+    last_.version = v.present ? v.version : 0;
+    last_.value = v.present ? v.value : std::string();
+    last_version_ = v.version;
+    last_ended_ = ended;
+    if (delivered_ && !v.present && !was_present)
+        return std::nullopt; // still nobody: nothing to tell
+    delivered_ = true;
+    gap_ = false;
+    leader_event e;
+    static_cast<leader_info&>(e) = last_;
+    e.skipped = skipped;
+    return e;
+}
+
+} // namespace corolock::detail

@@ -1,0 +1,327 @@
+// Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
+// The election's driver: the campaign coroutine (the election's mutex, then the begin script,
+// waiting out a lock-delay when the script says so) and the observers (a listener on the
+// election channel, reads after each gap and at each leader's expiry). The decisions are in
+// core/election_core.hpp.
+#include "io/election_driver.hpp"
+
+#include "core/access.hpp"
+#include "core/election_core.hpp"
+#include "core/lock_scripts.hpp"
+#include "core/script_request.hpp"
+#include "io/deliver.hpp"
+#include "io/push_listener.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <deque>
+#include <optional>
+#include <tuple>
+
+namespace corolock::detail {
+
+namespace asio = boost::asio;
+using clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string ms_text(clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+// The same eval as an asynchronous operation that cancellation does not reach (an election
+// script's outcome must be known: a begin that ran is undone by a resign, which needs the reply).
+template <class CompletionToken>
+auto async_eval(const election_core& c, const script& s, std::span<const std::string_view> keys,
+                std::span<const std::string_view> args, std::shared_ptr<generic_response> resp,
+                CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [&c, &s, keys, args](auto h, std::shared_ptr<generic_response> r) {
+            c.eval(s, keys, args, std::move(r),
+                   asio::bind_cancellation_slot(asio::cancellation_slot(), std::move(h)));
+        },
+        token, std::move(resp));
+}
+
+using campaign_result = std::tuple<error_code, leadership>;
+
+asio::awaitable<campaign_result> run_campaign(std::shared_ptr<election_core> c,
+                                              clock::duration wait, std::string value) {
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+    co_await asio::this_coro::throw_if_cancelled(false);
+    if (!c->invalid.empty()) {
+        c->io.log().log(logger::level::warning, "election " + c->name + ": " + c->invalid);
+        co_return campaign_result{error::invalid_argument, leadership{}};
+    }
+    auto [ec, l] = co_await c->lock->async_acquire_for(wait, asio::as_tuple(asio::use_awaitable));
+    if (ec)
+        co_return campaign_result{ec, leadership{}};
+    bool check_delay = c->opts.lock_delay > clock::duration::zero();
+    for (;;) {
+        const std::string_view keys[] = {c->name, c->record};
+        const auto rec = c->record_ms();
+        const std::string_view args[] = {l.owner_id(),      value,      rec,
+                                         c->publish_flag(), c->channel, check_delay ? "1" : "0"};
+        auto resp = std::make_shared<generic_response>();
+        std::tie(ec) = co_await async_eval(*c, begin_script(), keys, args, resp,
+                                           asio::as_tuple(asio::use_awaitable));
+        begin_reply r{};
+        if (!ec)
+            ec = decode_begin(*resp, r);
+        if (ec) {
+            // Unknown outcome: the term may have begun. End it (owner-checked), then release.
+            const std::string_view rkeys[] = {c->name, c->record};
+            const std::string_view rargs[] = {l.owner_id(), rec, c->publish_flag(), c->channel};
+            c->eval(resign_script(), rkeys, rargs, std::make_shared<generic_response>(),
+                    [](error_code) {});
+            co_return campaign_result{ec, leadership{}};
+        }
+        if (r == begin_reply::lost)
+            co_return campaign_result{error::lease_lost, leadership{}};
+        if (r == begin_reply::begun)
+            co_return campaign_result{
+                error_code{}, access::construct<leadership>(std::move(l), c, std::move(value))};
+        c->io.log().log(logger::level::info,
+                        "election " + c->name +
+                            ": the last leader was lost, not resigned; waiting the lock-delay (" +
+                            ms_text(c->opts.lock_delay) + " ms) before the term begins");
+        asio::steady_timer t(co_await asio::this_coro::executor, c->opts.lock_delay);
+        auto [tec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (tec)
+            co_return campaign_result{asio::error::operation_aborted, leadership{}};
+        if (!l.valid())
+            co_return campaign_result{error::lease_lost, leadership{}};
+        check_delay = false;
+    }
+}
+
+} // namespace
+
+election_core::election_core(lock_transport t, std::string n, election_options o,
+                             std::unique_ptr<corolock::mutex> m)
+    : io(std::move(t)), name(std::move(n)), record(derived_key(name, "leader")),
+      fence(derived_key(name, "fence")), channel(record), opts(o), lock(std::move(m)) {
+    if (opts.lock_delay < clock::duration::zero() || opts.lock_delay > max_lock_delay)
+        invalid = "election_options::lock_delay is out of range (0 to 1 h)";
+}
+
+std::string election_core::record_ms() const {
+    return ms_text(opts.lock.lease + opts.lock.fence_retention + opts.lock_delay);
+}
+
+void election_core::eval(const script& s, std::span<const std::string_view> keys,
+                         std::span<const std::string_view> args,
+                         std::shared_ptr<generic_response> resp,
+                         asio::any_completion_handler<void(error_code)> done) const {
+    io.run_script(s, name, keys, args, std::move(resp), std::move(done));
+}
+
+void spawn_campaign(std::shared_ptr<election_core> core, clock::duration wait, std::string value,
+                    asio::any_completion_handler<void(error_code, leadership)> h) {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    auto work = tracked_work(handler_executor(h, core->io.executor()));
+    auto& strand = core->io.strand();
+    asio::co_spawn(strand, run_campaign(core, wait, std::move(value)),
+                   asio::bind_cancellation_slot(
+                       slot, asio::bind_executor(
+                                 strand, [core, h = std::move(h), work = std::move(work)](
+                                             std::exception_ptr ep, campaign_result r) mutable {
+                                     if (ep) // only an allocation can fail in there
+                                         r = {asio::error::no_memory, leadership{}};
+                                     deliver(std::move(h), core->io.executor(), std::get<0>(r),
+                                             std::move(std::get<1>(r)));
+                                     work = {};
+                                 })));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observers
+
+struct observer_state final : push_listener, std::enable_shared_from_this<observer_state> {
+    using next_handler = asio::any_completion_handler<void(error_code, leader_event)>;
+    static constexpr std::size_t max_events = 64;
+
+    explicit observer_state(std::shared_ptr<election_core> c)
+        : core(std::move(c)), timer(core->io.strand()) {}
+
+    std::shared_ptr<election_core> core;
+    observe_core fsm;
+    std::deque<leader_event> events;
+    std::optional<next_handler> waiting;
+    asio::steady_timer timer; // the next read: a leader's expiry, or a retry
+    bool reading = false;
+    bool read_again = false;
+    bool stopped = false;
+    bool subscribed = true; // false: the channel was refused, reads are the only news
+    clock::duration retry = clock::duration::zero();
+
+    // ---- strand only
+    void start() {
+        core->io.add_listener(core->channel, shared_from_this());
+        read();
+    }
+
+    void on_message(std::string_view, std::string_view payload) override {
+        if (auto v = parse_leader_message(payload))
+            take(*v);
+    }
+    void on_reconnect() override {
+        fsm.on_gap();
+        read();
+    }
+    void on_stop() override { stop(); }
+    void on_subscribe_failed(error_code ec) override {
+        subscribed = false;
+        core->io.log().log(logger::level::warning,
+                           "election " + core->name + ": the observer's subscription to " +
+                               core->channel + " was refused (" + ec.message() +
+                               "); it reads the leader every retry_max instead");
+        fsm.on_gap();
+        read();
+    }
+
+    void take(const leader_view& v) {
+        if (auto e = fsm.on_view(v))
+            push(std::move(*e));
+        // The next read: when this leader's lock would expire unless renewed (it is then read
+        // again, and the time pushed on), or every retry_max without a subscription.
+        auto at = clock::time_point::max();
+        if (v.present && v.ttl_ms >= 0)
+            at = clock::now() + std::chrono::milliseconds(v.ttl_ms + 1);
+        if (!subscribed)
+            at = std::min(at, clock::now() + core->opts.lock.retry_max);
+        arm(at);
+    }
+
+    void arm(clock::time_point at) {
+        if (stopped)
+            return;
+        timer.expires_at(at);
+        timer.async_wait([w = weak_from_this()](error_code ec) {
+            if (auto s = w.lock(); s && !ec)
+                s->read();
+        });
+    }
+
+    void read() {
+        if (stopped)
+            return;
+        if (reading) {
+            read_again = true;
+            return;
+        }
+        reading = true;
+        const std::string_view keys[] = {core->name, core->fence};
+        auto resp = std::make_shared<generic_response>();
+        core->eval(leader_read_script(), keys, {}, resp,
+                   [w = weak_from_this(), resp](error_code ec) {
+                       auto s = w.lock();
+                       if (!s)
+                           return;
+                       s->reading = false;
+                       leader_view v;
+                       if (!ec)
+                           ec = decode_leader_read(*resp, v);
+                       if (s->stopped)
+                           return;
+                       if (ec) {
+                           s->failed_read(ec);
+                           return;
+                       }
+                       s->retry = clock::duration::zero();
+                       s->take(v);
+                       if (std::exchange(s->read_again, false))
+                           s->read();
+                   });
+    }
+
+    // A read that failed (the connection is down, or the server refused): again after a
+    // back-off, doubling from retry_base to retry_max; a reconnect reads at once anyway.
+    void failed_read(error_code ec) {
+        const auto& o = core->opts.lock;
+        retry = retry == clock::duration::zero() ? o.retry_base : std::min(retry * 2, o.retry_max);
+        core->io.log().log(logger::level::debug, "election " + core->name +
+                                                     ": observer read failed (" + ec.message() +
+                                                     "), again in " + ms_text(retry) + " ms");
+        read_again = false;
+        arm(clock::now() + retry);
+    }
+
+    void push(leader_event e) {
+        if (events.size() == max_events) {
+            events.pop_front();
+            events.front().skipped = true;
+        }
+        events.push_back(std::move(e));
+        serve();
+    }
+
+    void serve() {
+        if (!waiting || (events.empty() && !stopped))
+            return;
+        next_handler h(std::move(*waiting));
+        waiting.reset();
+        if (events.empty())
+            return deliver(std::move(h), core->io.executor(),
+                           error_code(asio::error::operation_aborted), leader_event{});
+        auto e = std::move(events.front());
+        events.pop_front();
+        deliver(std::move(h), core->io.executor(), error_code(), std::move(e));
+    }
+
+    void next(next_handler h) {
+        if (waiting)
+            return deliver(std::move(h), core->io.executor(), error_code(error::invalid_argument),
+                           leader_event{});
+        auto slot = asio::get_associated_cancellation_slot(h);
+        waiting.emplace(std::move(h));
+        if (slot.is_connected())
+            slot.assign([w = weak_from_this()](asio::cancellation_type) {
+                if (auto s = w.lock())
+                    asio::post(s->core->io.strand(), [s] { s->cancel_wait(); });
+            });
+        serve();
+    }
+
+    void cancel_wait() {
+        if (!waiting)
+            return;
+        next_handler h(std::move(*waiting));
+        waiting.reset();
+        deliver(std::move(h), core->io.executor(), error_code(asio::error::operation_aborted),
+                leader_event{});
+    }
+
+    void stop() {
+        if (stopped)
+            return;
+        stopped = true;
+        timer.cancel();
+        core->io.remove_listener(core->channel, this);
+        serve();
+    }
+};
+
+std::shared_ptr<observer_state> start_observer(std::shared_ptr<election_core> core) {
+    auto s = std::make_shared<observer_state>(std::move(core));
+    asio::post(s->core->io.strand(), [s] { s->start(); });
+    return s;
+}
+
+void observer_next(const std::shared_ptr<observer_state>& s,
+                   asio::any_completion_handler<void(error_code, leader_event)> h) {
+    asio::post(s->core->io.strand(), [s, h = std::move(h)]() mutable { s->next(std::move(h)); });
+}
+
+void observer_stop(const std::shared_ptr<observer_state>& s) {
+    asio::post(s->core->io.strand(), [s] { s->stop(); });
+}
+
+} // namespace corolock::detail
