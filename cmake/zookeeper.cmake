@@ -11,6 +11,7 @@
 # is built.
 corolock_object_library(corolock_zookeeper_core
     src/zookeeper/core/zk_acquire_fsm.cpp
+    src/zookeeper/core/zk_election_core.cpp
     src/zookeeper/core/zk_lock_recipe.cpp
     src/zookeeper/core/zk_session_fsm.cpp
     src/zookeeper/core/zk_session_state.cpp)
@@ -35,9 +36,11 @@ endif()
 
 # Every source in src/zookeeper/.
 set(COROLOCK_ZOOKEEPER_SOURCES
+    src/zookeeper/io/zk_election_driver.cpp
     src/zookeeper/io/zk_lock_op.cpp
     src/zookeeper/io/zk_session.cpp
     src/zookeeper/zk_connection.cpp
+    src/zookeeper/zk_election.cpp
     src/zookeeper/zk_mutex.cpp
     $<TARGET_OBJECTS:corolock_zookeeper_core>)
 if(corolock_type STREQUAL "SHARED_LIBRARY")

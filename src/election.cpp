@@ -84,7 +84,7 @@ void election::leader_impl(asio::any_completion_handler<void(error_code, leader_
 }
 
 leader_observer election::observe() {
-    return leader_observer(detail::start_observer(core_));
+    return detail::access::construct<leader_observer>(detail::start_observer(core_));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -97,10 +97,9 @@ leadership::~leadership() {
 leadership& leadership::operator=(leadership&& other) noexcept {
     if (this != &other) {
         end_term();
-        lease_ = std::move(other.lease_);
+        leadership_base::operator=(std::move(other));
         core_ = std::move(other.core_);
-        value_ = std::move(other.value_);
-        version_ = std::exchange(other.version_, 0);
+        other.version_ = 0;
     }
     return *this;
 }
@@ -166,30 +165,6 @@ void leadership::resign_impl(asio::any_completion_handler<void(error_code)> h) {
                            deliver(std::move(h), core->io.executor(), ec);
                        }));
                });
-}
-
-// ---------------------------------------------------------------------------------------------
-// leader_observer
-
-leader_observer& leader_observer::operator=(leader_observer&& other) noexcept {
-    if (this != &other) {
-        if (state_)
-            detail::observer_stop(state_);
-        state_ = std::move(other.state_);
-    }
-    return *this;
-}
-
-leader_observer::~leader_observer() {
-    if (state_)
-        detail::observer_stop(state_);
-}
-
-void leader_observer::next_impl(asio::any_completion_handler<void(error_code, leader_event)> h) {
-    if (!state_)
-        return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner),
-                       leader_event{});
-    detail::observer_next(state_, std::move(h));
 }
 
 } // namespace corolock

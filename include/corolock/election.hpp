@@ -6,6 +6,7 @@
 #include <corolock/detail/export.hpp>
 #include <corolock/error.hpp>
 #include <corolock/fencing_token.hpp>
+#include <corolock/leadership_base.hpp>
 #include <corolock/lease.hpp>
 #include <corolock/mutex.hpp>
 
@@ -22,7 +23,6 @@ namespace corolock {
 
 namespace detail {
 struct election_core;
-struct observer_state;
 } // namespace detail
 
 class cluster;
@@ -41,32 +41,12 @@ struct election_options {
     std::chrono::steady_clock::duration lock_delay = std::chrono::steady_clock::duration::zero();
 };
 
-/// Who leads, as a read or an observer sees it.
-struct leader_info {
-    /// A leader holds the term and has proclaimed `value`.
-    bool present = false;
-    /// The term: the leader's fencing token, larger than every earlier term's. Without a
-    /// leader, the last term known to have begun (0: none).
-    fencing_token term;
-    /// Proclamations in the term: 1 for the campaign's own value, +1 for each async_proclaim.
-    std::uint64_t version = 0;
-    /// The leader's value (empty without a leader).
-    std::string value;
-};
-
-/// A change of leader or value, as `leader_observer::async_next` delivers it.
-struct leader_event : leader_info {
-    /// Changes may have been missed just before this one (the subscription was re-established,
-    /// or messages were dropped): this event is the state read after the gap.
-    bool skipped = false;
-};
-
-/// A won campaign: the term, held as a `lease` (lost signal, `valid_until()`, watchdog, fenced
-/// writes with `lease().async_fenced_eval`, whose token is the term). Move-only. Destroying it
-/// releases the lock without resigning: observers see the term end when its lease expires or
-/// the release lands (an explicit async_resign tells them at once).
+/// A won campaign over Redis: the term, held as a `lease` (lost signal, `valid_until()`,
+/// watchdog, fenced writes with `lease().async_fenced_eval`, whose token is the term).
+/// Move-only. Destroying it ends the term (observers are told at once, owner-checked) and
+/// releases the lock.
 /// Thread safety: as `lease`: one coroutine at a time; the getters from any thread.
-class COROLOCK_DECL leadership {
+class COROLOCK_DECL leadership : public leadership_base<leadership, corolock::lease> {
 public:
     /// An empty leadership (holds no term).
     leadership() noexcept = default;
@@ -76,127 +56,18 @@ public:
     leadership& operator=(leadership&& other) noexcept;
     ~leadership();
 
-    /// Holds the term (it may since have been lost: valid()).
-    bool owns() const noexcept { return lease_.owns(); }
-    /// As `lease::valid`: owns, not reported lost, and before valid_until().
-    bool valid() const noexcept { return lease_.valid(); }
-    /// As `lease::lost`.
-    bool lost() const noexcept { return lease_.lost(); }
-    /// As `lease::valid_until`.
-    corolock::lease::clock::time_point valid_until() const noexcept { return lease_.valid_until(); }
-    /// The term (the lease's fencing token).
-    fencing_token term() const noexcept { return lease_.token(); }
-    /// The value last proclaimed.
-    const std::string& value() const noexcept { return value_; }
-    /// Its version (1: the campaign's value).
-    std::uint64_t version() const noexcept { return version_; }
-    /// The lease that holds the term: for fenced writes and nested holds.
-    corolock::lease& lease() noexcept { return lease_; }
-    /// The same, read-only.
-    const corolock::lease& lease() const noexcept { return lease_; }
-
-    /// Waits until the term is lost, as `lease::async_wait_lost`.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: as `lease::async_wait_lost`.
-    /// Executor: as `lease::async_wait_lost`.
-    /// Cancellation: as `lease::async_wait_lost`.
-    /// Errors: as `lease::async_wait_lost` (`lease_lost`, `max_hold_reached`).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return lease_.async_wait_lost(std::forward<CompletionToken>(token));
-    }
-
-    /// Sets the leader's value without giving up the term; observers see (term, version + 1).
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the leadership must stay valid until completion.
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: none once sent (it completes promptly).
-    /// Errors: `lease_lost` (the term is over: nothing was written); `not_owner` (empty);
-    /// connection errors (unknown outcome: the value may or may not be proclaimed; it is never
-    /// sent again).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_proclaim(std::string value, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, leadership* self, std::string v) {
-                self->proclaim_impl(std::move(v), std::move(handler));
-            },
-            token, this, std::move(value));
-    }
-
-    /// Ends the term: observers see it end at once, then the lock is released and the next
-    /// campaigner is woken. Leaves this object empty.
-    ///
-    /// Completion signature: `void(error_code)`.
-    /// Object lifetimes: the leadership may be destroyed meanwhile.
-    /// Executor: as async_proclaim.
-    /// Cancellation: none (it completes promptly).
-    /// Errors: as `lease::async_release` (`lease_lost` when the term was lost before);
-    /// `not_owner` (empty).
-    /// Thread safety: as the class.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_resign(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, leadership* self) { self->resign_impl(std::move(handler)); }, token,
-            this);
-    }
-
 private:
     friend struct detail::access;
+    friend class leadership_base<leadership, corolock::lease>;
     leadership(corolock::lease l, std::shared_ptr<detail::election_core> core, std::string value)
-        : lease_(std::move(l)), core_(std::move(core)), value_(std::move(value)), version_(1) {}
+        : leadership_base(std::move(l), std::move(value)), core_(std::move(core)) {}
     void proclaim_impl(std::string value, boost::asio::any_completion_handler<void(error_code)> h);
     void resign_impl(boost::asio::any_completion_handler<void(error_code)> h);
     // Tells the observers that a held term ends (owner-checked, not waited for); the lease's
     // own release follows when it goes.
     void end_term() noexcept;
 
-    corolock::lease lease_;
     std::shared_ptr<detail::election_core> core_;
-    std::string value_;
-    std::uint64_t version_ = 0;
-};
-
-/// Follows an election: every change of leader and value, in order (doc/election.md,
-/// "Observing"). Subscribes when made (election::observe) and unsubscribes when destroyed.
-/// The first event is the state when it started. Move-only.
-/// Thread safety: one async_next at a time.
-class COROLOCK_DECL leader_observer {
-public:
-    /// An empty observer (follows nothing).
-    leader_observer() noexcept = default;
-    /// Takes `other`'s subscription; `other` is left empty.
-    leader_observer(leader_observer&&) noexcept = default;
-    /// Ends this observer's subscription, then takes `other`'s.
-    leader_observer& operator=(leader_observer&&) noexcept;
-    ~leader_observer();
-
-    /// The next change (changes that come while nobody waits are kept, in order, up to 64; past
-    /// that the oldest are dropped and the next event says `skipped`).
-    ///
-    /// Completion signature: `void(error_code, leader_event)`.
-    /// Object lifetimes: the observer may be destroyed meanwhile (`operation_aborted`).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial and total (no event is lost when cancelled).
-    /// Errors: `operation_aborted` (cancelled, destroyed, or the connection stopped for good);
-    /// `not_owner` for an empty observer; `invalid_argument` for a second call while one waits.
-    /// Thread safety: one async_next at a time per observer.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_next(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, leader_event)>(
-            [](auto handler, leader_observer* self) { self->next_impl(std::move(handler)); }, token,
-            this);
-    }
-
-private:
-    friend class election;
-    explicit leader_observer(std::shared_ptr<detail::observer_state> s) noexcept
-        : state_(std::move(s)) {}
-    void next_impl(boost::asio::any_completion_handler<void(error_code, leader_event)> h);
-    std::shared_ptr<detail::observer_state> state_;
 };
 
 /// Leader election on one name (doc/election.md): campaigners wait for the term (woken by the
@@ -207,7 +78,7 @@ private:
 ///
 /// Thread safety: every member function may be called from any thread.
 /// Lifetime: the connection (or cluster) must outlive the election and its observers.
-class COROLOCK_DECL election {
+class COROLOCK_DECL election : public election_base<election, leadership> {
 public:
     /// The type of `get_executor()`.
     using executor_type = boost::asio::any_io_executor;
@@ -229,65 +100,13 @@ public:
     /// The options given at construction.
     const election_options& options() const noexcept;
 
-    /// Waits for the term, then proclaims `value` (version 1) and completes with the
-    /// leadership. With a lock-delay, a campaign that finds the last leader lost waits it out
-    /// first, holding the lock.
-    ///
-    /// Completion signature: `void(error_code, leadership)`.
-    /// Object lifetimes: the election may be destroyed meanwhile (`operation_aborted`).
-    /// Executor: the token's associated executor, else the connection's; never inline.
-    /// Cancellation: terminal, partial and total: the lock, if it was granted, is released.
-    /// Errors: as `mutex::async_acquire`; `invalid_argument` (lock_delay out of range, before
-    /// anything is sent); `lease_lost` (the lock was lost before the value was proclaimed).
-    /// Thread safety: any thread, concurrently.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_campaign(std::string value, CompletionToken&& token = {}) {
-        return campaign(duration::max(), std::move(value), std::forward<CompletionToken>(token));
-    }
-
-    /// As async_campaign, waiting at most `wait` for the term.
-    ///
-    /// Completion signature: `void(error_code, leadership)`.
-    /// Object lifetimes: as async_campaign.
-    /// Executor: as async_campaign.
-    /// Cancellation: as async_campaign.
-    /// Errors: as async_campaign; `acquire_timeout` past `wait` (a zero wait is one attempt).
-    /// Thread safety: any thread, concurrently.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_campaign_for(std::chrono::steady_clock::duration wait, std::string value,
-                            CompletionToken&& token = {}) {
-        return campaign(wait, std::move(value), std::forward<CompletionToken>(token));
-    }
-
-    /// The leader now: one read.
-    ///
-    /// Completion signature: `void(error_code, leader_info)`.
-    /// Object lifetimes: the election may be destroyed meanwhile.
-    /// Executor: as `connection::async_exec`. Cancellation: as `connection::async_exec`.
-    /// Errors: `invalid_name` (before anything is sent); `wrong_type` (a foreign key at the
-    /// name); connection errors.
-    /// Thread safety: any thread, concurrently.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_leader(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, leader_info)>(
-            [](auto handler, election* self) { self->leader_impl(std::move(handler)); }, token,
-            this);
-    }
-
     /// An observer of this election, subscribed from now on (its first event is the state it
     /// reads once subscribed).
     leader_observer observe();
 
 private:
+    friend class election_base<election, leadership>;
     using duration = std::chrono::steady_clock::duration;
-    template <class CompletionToken>
-    auto campaign(duration wait, std::string value, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, leadership)>(
-            [](auto handler, election* self, duration w, std::string v) {
-                self->campaign_impl(w, std::move(v), std::move(handler));
-            },
-            token, this, wait, std::move(value));
-    }
     void campaign_impl(duration wait, std::string value,
                        boost::asio::any_completion_handler<void(error_code, leadership)> h);
     void leader_impl(boost::asio::any_completion_handler<void(error_code, leader_info)> h);

@@ -4,11 +4,15 @@
 
 #include <corolock/capabilities.hpp>
 #include <corolock/fencing_token.hpp>
+#include <corolock/leadership_base.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <concepts>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 // The lock concepts: what generic code (`with_lock`, a test's exclusion checker, a user's
@@ -82,6 +86,39 @@ concept unfenced_lock_handle = unfenced_lock_lease<typename M::lease_type> &&
 template <class M>
 concept lock_handle = unfenced_lock_handle<M> && lock_lease<typename M::lease_type> &&
     (M::capabilities.fencing != fencing_kind::none);
+
+/// A leadership (`leadership`, `zk_leadership`): a fenced lease on the term, whose token is the
+/// term, with the value it proclaimed.
+template <class L>
+concept leader_term = std::movable<L> && std::default_initializable<L> &&
+    lock_lease<typename L::lease_type> && requires(L& l, const L& c, std::string v) {
+    { c.owns() } -> std::same_as<bool>;
+    { c.valid() } -> std::same_as<bool>;
+    { c.term() } -> std::same_as<fencing_token>;
+    { c.value() } -> std::convertible_to<std::string_view>;
+    { c.version() } -> std::same_as<std::uint64_t>;
+    { l.lease() } -> std::same_as<typename L::lease_type&>;
+    { l.async_proclaim(v, boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
+    { l.async_resign(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
+    { l.async_wait_lost(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
+};
+
+/// A leader election (`election`, `zk_election`; doc/election.md): campaigns that wait for the
+/// term, a leader read, and observers (`leader_observer`, the same type for every backend).
+template <class E>
+concept leader_election = leader_term<typename E::leadership_type> &&
+    requires(E& e, const E& c, std::string v, std::chrono::steady_clock::duration d) {
+    { E::capabilities } -> std::convertible_to<lock_capabilities>;
+    { c.name() } -> std::convertible_to<std::string_view>;
+    {
+        e.async_campaign(v, boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<typename E::leadership_type>>;
+    {
+        e.async_campaign_for(d, v, boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<typename E::leadership_type>>;
+    { e.async_leader(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<leader_info>>;
+    { e.observe() } -> std::same_as<leader_observer>;
+};
 
 } // namespace corolock
 

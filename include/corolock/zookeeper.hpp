@@ -4,6 +4,7 @@
 
 // The ZooKeeper backend (corolock::zookeeper, doc/zookeeper.md); link corolock::zookeeper.
 #include <corolock/zookeeper/connection.hpp>
+#include <corolock/zookeeper/election.hpp>
 #include <corolock/zookeeper/mutex.hpp>
 #include <corolock/zookeeper/shared_mutex.hpp>
 

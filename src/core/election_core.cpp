@@ -1,41 +1,12 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/election_core.hpp"
 
+#include "core/decimal.hpp"
 #include "core/lock_scripts.hpp"
 
-#include <charconv>
-#include <limits>
-#include <tuple>
 
 namespace corolock::detail {
 
-namespace {
-
-bool parse_u64(std::string_view s, std::uint64_t& out) {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-bool parse_i64(std::string_view s, std::int64_t& out) {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-// The next space-separated word of `s`, which loses it and the space.
-std::string_view next_word(std::string_view& s) {
-    const auto sp = s.find(' ');
-    const auto w = s.substr(0, sp);
-    s = sp == std::string_view::npos ? std::string_view() : s.substr(sp + 1);
-    return w;
-}
-
-// (term, version), a term's end after all its versions.
-std::pair<std::uint64_t, std::uint64_t> order_of(std::uint64_t term, std::uint64_t version,
-                                                 bool ended) {
-    return {term, ended ? std::numeric_limits<std::uint64_t>::max() : version};
-}
-
-} // namespace
 
 // Every script checks that the caller still holds the lock (its owner id in the hash) before it
 // writes, and publishes with pcall: a PUBLISH refused by the ACL leaves the write standing, and
@@ -133,15 +104,15 @@ std::optional<leader_view> parse_leader_message(std::string_view payload) {
     const auto kind = next_word(payload);
     if (kind == "ended") {
         v.ended = true;
-        if (!parse_u64(payload, v.term))
+        if (!parse_decimal(payload, v.term))
             return std::nullopt;
         return v;
     }
     if (kind != "leader")
         return std::nullopt;
     v.present = true;
-    if (!parse_u64(next_word(payload), v.term) || !parse_u64(next_word(payload), v.version) ||
-        !parse_i64(next_word(payload), v.ttl_ms))
+    if (!parse_decimal(next_word(payload), v.term) || !parse_decimal(next_word(payload), v.version) ||
+        !parse_decimal(next_word(payload), v.ttl_ms))
         return std::nullopt;
     v.value = payload;
     return v;
@@ -172,12 +143,12 @@ error_code decode_leader_read(const generic_response& r, leader_view& out) {
     }
     std::int64_t kind = 0;
     out = leader_view{};
-    if (!parse_i64(cells[0], kind) || !parse_u64(cells[1], out.term))
+    if (!parse_decimal(cells[0], kind) || !parse_decimal(cells[1], out.term))
         return error::unexpected_reply;
     const bool two = r.size() == 3;
     switch (kind) {
     case 1:
-        if (two || !parse_u64(cells[2], out.version) || !parse_i64(cells[3], out.ttl_ms))
+        if (two || !parse_decimal(cells[2], out.version) || !parse_decimal(cells[3], out.ttl_ms))
             return error::unexpected_reply;
         out.present = true;
         out.value = cells[4];
@@ -190,39 +161,6 @@ error_code decode_leader_read(const generic_response& r, leader_view& out) {
     default:
         return error::unexpected_reply;
     }
-}
-
-std::optional<leader_event> observe_core::on_view(const leader_view& v) {
-    auto term = v.term;
-    auto ended = v.ended;
-    // "Nobody holds it" with an older term than the one delivered: the fence key that records
-    // the last term is gone (fence_retention), so the end is that of the delivered term.
-    if (!v.present && term < last_.term.value()) {
-        term = last_.term.value();
-        ended = true;
-    }
-    const auto order = order_of(term, v.version, ended);
-    const auto last = order_of(last_.term.value(), last_version_, last_ended_);
-    if (delivered_ && order <= last)
-        return std::nullopt;
-    const bool was_present = last_.present;
-    const bool skipped =
-        delivered_ && (gap_ || (v.present && was_present && term == last_.term.value() &&
-                                v.version > last_version_ + 1));
-    last_.present = v.present;
-    last_.term = fencing_token(lock_backend::redis, term);
-    last_.version = v.present ? v.version : 0;
-    last_.value = v.present ? v.value : std::string();
-    last_version_ = v.version;
-    last_ended_ = ended;
-    if (delivered_ && !v.present && !was_present)
-        return std::nullopt; // still nobody: nothing to tell
-    delivered_ = true;
-    gap_ = false;
-    leader_event e;
-    static_cast<leader_info&>(e) = last_;
-    e.skipped = skipped;
-    return e;
 }
 
 } // namespace corolock::detail

@@ -1,20 +1,10 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/job_core.hpp"
 
+#include "core/decimal.hpp"
 #include "core/lock_scripts.hpp"
 
-#include <charconv>
-
 namespace corolock::detail {
-
-namespace {
-
-bool parse_slot(std::string_view s, std::uint64_t& out) {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-} // namespace
 
 // Slots are compared as Lua numbers: exact up to 2^53, which a slot of any schedule stays below
 // (doc/job.md).
@@ -104,7 +94,7 @@ error_code decode_job_read(const generic_response& r, std::optional<std::uint64_
         return {};
     }
     std::uint64_t v = 0;
-    if (r[0].data_type != resp3::type::blob_string || !parse_slot(r[0].value, v))
+    if (r[0].data_type != resp3::type::blob_string || !parse_decimal(r[0].value, v))
         return error::unexpected_reply;
     done = v;
     return {};
@@ -116,7 +106,7 @@ error_code decode_server_slot(const generic_response& r, std::uint64_t period_ms
         return classify_server_error(e->value);
     std::uint64_t sec = 0, usec = 0;
     if (period_ms == 0 || r.size() != 3 || r[0].data_type != resp3::type::array ||
-        r[0].aggregate_size != 2 || !parse_slot(r[1].value, sec) || !parse_slot(r[2].value, usec) ||
+        r[0].aggregate_size != 2 || !parse_decimal(r[1].value, sec) || !parse_decimal(r[2].value, usec) ||
         usec >= 1000000 || sec > (std::uint64_t{1} << 40))
         return error::unexpected_reply;
     slot = (sec * 1000 + usec / 1000) / period_ms;

@@ -10,6 +10,7 @@
 #include "core/lock_scripts.hpp"
 #include "core/script_request.hpp"
 #include "io/deliver.hpp"
+#include "io/observer_state.hpp"
 #include "io/push_listener.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -21,8 +22,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <deque>
-#include <optional>
 #include <tuple>
 
 namespace corolock::detail {
@@ -144,27 +143,30 @@ void spawn_campaign(std::shared_ptr<election_core> core, clock::duration wait, s
 // ---------------------------------------------------------------------------------------------
 // Observers
 
-struct observer_state final : push_listener, std::enable_shared_from_this<observer_state> {
-    using next_handler = asio::any_completion_handler<void(error_code, leader_event)>;
-    static constexpr std::size_t max_events = 64;
+namespace {
 
-    explicit observer_state(std::shared_ptr<election_core> c)
-        : core(std::move(c)), timer(core->io.strand()) {}
+// The Redis follower: a listener on the election channel, a read after each gap, at each
+// leader's expiry (unless renewed: read again) and, without channel rights, every retry_max.
+struct redis_observer final : observer_state, push_listener {
+    explicit redis_observer(std::shared_ptr<election_core> c)
+        : observer_state(c->io.strand(), c->io.executor(), lock_backend::redis),
+          core(std::move(c)), timer(core->io.strand()) {}
 
     std::shared_ptr<election_core> core;
-    observe_core fsm;
-    std::deque<leader_event> events;
-    std::optional<next_handler> waiting;
     asio::steady_timer timer; // the next read: a leader's expiry, or a retry
     bool reading = false;
     bool read_again = false;
-    bool stopped = false;
     bool subscribed = true; // false: the channel was refused, reads are the only news
     clock::duration retry = clock::duration::zero();
 
+    std::weak_ptr<redis_observer> weak() {
+        return std::static_pointer_cast<redis_observer>(shared_from_this());
+    }
+
     // ---- strand only
     void start() {
-        core->io.add_listener(core->channel, shared_from_this());
+        core->io.add_listener(core->channel,
+                              std::static_pointer_cast<redis_observer>(shared_from_this()));
         read();
     }
 
@@ -188,8 +190,7 @@ struct observer_state final : push_listener, std::enable_shared_from_this<observ
     }
 
     void take(const leader_view& v) {
-        if (auto e = fsm.on_view(v))
-            push(std::move(*e));
+        take_view(v);
         // The next read: when this leader's lock would expire unless renewed (it is then read
         // again, and the time pushed on), or every retry_max without a subscription.
         auto at = clock::time_point::max();
@@ -204,7 +205,7 @@ struct observer_state final : push_listener, std::enable_shared_from_this<observ
         if (stopped)
             return;
         timer.expires_at(at);
-        timer.async_wait([w = weak_from_this()](error_code ec) {
+        timer.async_wait([w = weak()](error_code ec) {
             if (auto s = w.lock(); s && !ec)
                 s->read();
         });
@@ -220,26 +221,25 @@ struct observer_state final : push_listener, std::enable_shared_from_this<observ
         reading = true;
         const std::string_view keys[] = {core->name, core->fence};
         auto resp = std::make_shared<generic_response>();
-        core->eval(leader_read_script(), keys, {}, resp,
-                   [w = weak_from_this(), resp](error_code ec) {
-                       auto s = w.lock();
-                       if (!s)
-                           return;
-                       s->reading = false;
-                       leader_view v;
-                       if (!ec)
-                           ec = decode_leader_read(*resp, v);
-                       if (s->stopped)
-                           return;
-                       if (ec) {
-                           s->failed_read(ec);
-                           return;
-                       }
-                       s->retry = clock::duration::zero();
-                       s->take(v);
-                       if (std::exchange(s->read_again, false))
-                           s->read();
-                   });
+        core->eval(leader_read_script(), keys, {}, resp, [w = weak(), resp](error_code ec) {
+            auto s = w.lock();
+            if (!s)
+                return;
+            s->reading = false;
+            leader_view v;
+            if (!ec)
+                ec = decode_leader_read(*resp, v);
+            if (s->stopped)
+                return;
+            if (ec) {
+                s->failed_read(ec);
+                return;
+            }
+            s->retry = clock::duration::zero();
+            s->take(v);
+            if (std::exchange(s->read_again, false))
+                s->read();
+        });
     }
 
     // A read that failed (the connection is down, or the server refused): again after a
@@ -254,74 +254,18 @@ struct observer_state final : push_listener, std::enable_shared_from_this<observ
         arm(clock::now() + retry);
     }
 
-    void push(leader_event e) {
-        if (events.size() == max_events) {
-            events.pop_front();
-            events.front().skipped = true;
-        }
-        events.push_back(std::move(e));
-        serve();
-    }
-
-    void serve() {
-        if (!waiting || (events.empty() && !stopped))
-            return;
-        next_handler h(std::move(*waiting));
-        waiting.reset();
-        if (events.empty())
-            return deliver(std::move(h), core->io.executor(),
-                           error_code(asio::error::operation_aborted), leader_event{});
-        auto e = std::move(events.front());
-        events.pop_front();
-        deliver(std::move(h), core->io.executor(), error_code(), std::move(e));
-    }
-
-    void next(next_handler h) {
-        if (waiting)
-            return deliver(std::move(h), core->io.executor(), error_code(error::invalid_argument),
-                           leader_event{});
-        auto slot = asio::get_associated_cancellation_slot(h);
-        waiting.emplace(std::move(h));
-        if (slot.is_connected())
-            slot.assign([w = weak_from_this()](asio::cancellation_type) {
-                if (auto s = w.lock())
-                    asio::post(s->core->io.strand(), [s] { s->cancel_wait(); });
-            });
-        serve();
-    }
-
-    void cancel_wait() {
-        if (!waiting)
-            return;
-        next_handler h(std::move(*waiting));
-        waiting.reset();
-        deliver(std::move(h), core->io.executor(), error_code(asio::error::operation_aborted),
-                leader_event{});
-    }
-
-    void stop() {
-        if (stopped)
-            return;
-        stopped = true;
+    void halt() override {
         timer.cancel();
         core->io.remove_listener(core->channel, this);
-        serve();
     }
 };
 
+} // namespace
+
 std::shared_ptr<observer_state> start_observer(std::shared_ptr<election_core> core) {
-    auto s = std::make_shared<observer_state>(std::move(core));
-    asio::post(s->core->io.strand(), [s] { s->start(); });
+    auto s = std::make_shared<redis_observer>(std::move(core));
+    asio::post(s->strand, [s] { s->start(); });
     return s;
-}
-
-void observer_next(const std::shared_ptr<observer_state>& s,
-                   asio::any_completion_handler<void(error_code, leader_event)> h) {
-    asio::post(s->core->io.strand(), [s, h = std::move(h)]() mutable { s->next(std::move(h)); });
-}
-
-void observer_stop(const std::shared_ptr<observer_state>& s) {
-    asio::post(s->core->io.strand(), [s] { s->stop(); });
 }
 
 } // namespace corolock::detail

@@ -6,6 +6,7 @@
 #define COROLOCK_SRC_IO_ELECTION_DRIVER_HPP
 
 #include "io/lock_transport.hpp"
+#include "io/observer_state.hpp"
 #include <corolock/election.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -48,11 +49,6 @@ void spawn_campaign(std::shared_ptr<election_core> core, std::chrono::steady_clo
 
 // Makes an observer of `core` and starts it (subscribe, then the first read).
 std::shared_ptr<observer_state> start_observer(std::shared_ptr<election_core> core);
-// Strand-safe from any thread: one async_next, and the end of an observer.
-void observer_next(const std::shared_ptr<observer_state>& s,
-                   boost::asio::any_completion_handler<void(error_code, leader_event)> h);
-void observer_stop(const std::shared_ptr<observer_state>& s);
-
 } // namespace corolock::detail
 
 #endif

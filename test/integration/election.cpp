@@ -4,6 +4,7 @@
 // fences a deposed leader's writes, lock-delay holds a new term back after a lost leader only,
 // and cancellation leaves nothing behind. doc/election.md states each of these.
 #include "common/coro_test.hpp"
+#include "common/election_check.hpp"
 #include "common/redis_process.hpp"
 #include "common/server_fixture.hpp"
 #include "common/test_config.hpp"
@@ -52,7 +53,19 @@ struct fixture : corolock::test::server_fixture {};
 
 } // namespace
 
+static_assert(corolock::leader_election<corolock::election>);
+
 BOOST_AUTO_TEST_SUITE(election)
+
+BOOST_FIXTURE_TEST_CASE(keeps_every_backends_promises, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::election a(conn, "el:generic"), b(peer, "el:generic");
+        const auto bad = co_await corolock::test::check_election(a, b);
+        for (const auto& line : bad)
+            BOOST_ERROR(line);
+        BOOST_TEST(!exists("el:generic"));
+    });
+}
 
 BOOST_FIXTURE_TEST_CASE(the_term_passes_on_resign_and_observers_see_each_change, fixture) {
     run([&]() -> awaitable<void> {

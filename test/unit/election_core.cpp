@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(reads_decode_each_shape) {
 }
 
 BOOST_AUTO_TEST_CASE(first_view_is_delivered_even_without_a_leader) {
-    observe_core o;
+    observe_core o(corolock::lock_backend::redis);
     const auto e = o.on_view(ended(0));
     BOOST_REQUIRE(e);
     BOOST_TEST(!e->present);
@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(first_view_is_delivered_even_without_a_leader) {
 }
 
 BOOST_AUTO_TEST_CASE(changes_come_in_order_and_stale_reads_are_dropped) {
-    observe_core o;
+    observe_core o(corolock::lock_backend::redis);
     BOOST_REQUIRE(o.on_view(ended(0)));
     auto e = o.on_view(present(10, 1, "a"));
     BOOST_REQUIRE(e);
@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(changes_come_in_order_and_stale_reads_are_dropped) {
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_leader_ends_with_the_read_at_its_expiry) {
-    observe_core o;
+    observe_core o(corolock::lock_backend::redis);
     BOOST_REQUIRE(o.on_view(present(10, 1, "a")));
     // No message comes when a lease expires: the read at its expiry finds the key gone, the
     // fence key naming term 10 as the last one issued.
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(a_lost_leader_ends_with_the_read_at_its_expiry) {
     BOOST_TEST(!e->present);
     BOOST_TEST(!e->skipped);
     // The fence key expired too (fence_retention): the end is still the delivered term's.
-    observe_core p;
+    observe_core p(corolock::lock_backend::redis);
     BOOST_REQUIRE(p.on_view(present(10, 1, "a")));
     const auto f = p.on_view(ended(0));
     BOOST_REQUIRE(f);
@@ -198,7 +198,7 @@ BOOST_AUTO_TEST_CASE(a_lost_leader_ends_with_the_read_at_its_expiry) {
 }
 
 BOOST_AUTO_TEST_CASE(a_gap_marks_the_next_change_skipped) {
-    observe_core o;
+    observe_core o(corolock::lock_backend::redis);
     BOOST_REQUIRE(o.on_view(present(10, 1, "a")));
     o.on_gap();
     // Nothing changed across the gap: nothing to deliver, and the mark waits for a change.

@@ -131,6 +131,7 @@ public:
 private:
     friend class zk_mutex;
     friend class zk_shared_mutex;
+    friend class zk_election;
     void run_impl(boost::asio::any_completion_handler<void(error_code)> h);
     void get_impl(std::string path,
                   boost::asio::any_completion_handler<void(error_code, std::string)> h);
