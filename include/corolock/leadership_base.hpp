@@ -167,15 +167,22 @@ public:
     }
 
 protected:
+    /// Empty.
     leadership_base() noexcept = default;
+    /// Holds the term `l` with its first value (version 1).
     leadership_base(Lease l, std::string value) noexcept
         : lease_(std::move(l)), value_(std::move(value)), version_(1) {}
+    /// Moves the term; `other`'s lease is left empty.
     leadership_base(leadership_base&&) noexcept = default;
+    /// Moves the term (what the derived class held is its to end first).
     leadership_base& operator=(leadership_base&&) noexcept = default;
     ~leadership_base() = default;
 
+    /// The lease that holds the term (empty: no term).
     Lease lease_;
+    /// The value last proclaimed.
     std::string value_;
+    /// Its version (0: no term).
     std::uint64_t version_ = 0;
 };
 
@@ -241,6 +248,7 @@ public:
     }
 
 protected:
+    /// Nothing to set up: the derived class holds the election's state.
     election_base() = default;
     ~election_base() = default;
 
