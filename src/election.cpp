@@ -107,15 +107,18 @@ leadership& leadership::operator=(leadership&& other) noexcept {
 void leadership::end_term() noexcept {
     if (!owns() || !core_)
         return;
-    // Ended without a resign: tell the observers (owner-checked), then the lease's own release
-    // follows on the same connection. Nothing to do if that cannot even be sent (no memory).
+    // Ended without a resign: tell the observers (owner-checked), and release the lock once that
+    // is answered (the lease rides in the handler): a release that went first would leave the
+    // script nothing to end, and observers would see the end only at the lease's expiry.
+    // Nothing to do if that cannot even be sent (no memory): the lease is released here.
     try {
+        const std::string owner(lease_.owner_id());
+        auto held = std::make_shared<corolock::lease>(std::move(lease_));
         const std::string_view keys[] = {core_->name, core_->record};
         const auto rec = core_->record_ms();
-        const std::string_view args[] = {lease_.owner_id(), rec, core_->publish_flag(),
-                                         core_->channel};
+        const std::string_view args[] = {owner, rec, core_->publish_flag(), core_->channel};
         core_->eval(detail::resign_script(), keys, args, std::make_shared<generic_response>(),
-                    [](error_code) {});
+                    [held](error_code) {});
     } catch (...) {
     }
 }

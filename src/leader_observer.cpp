@@ -28,7 +28,7 @@ leader_observer::~leader_observer() {
 void leader_observer::next_impl(asio::any_completion_handler<void(error_code, leader_event)> h) {
     if (!state_)
         return detail::deliver(std::move(h), asio::system_executor(), error_code(error::not_owner),
-                       leader_event{});
+                               leader_event{});
     detail::observer_next(state_, std::move(h));
 }
 

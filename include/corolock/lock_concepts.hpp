@@ -98,7 +98,9 @@ concept leader_term = std::movable<L> && std::default_initializable<L> &&
     { c.value() } -> std::convertible_to<std::string_view>;
     { c.version() } -> std::same_as<std::uint64_t>;
     { l.lease() } -> std::same_as<typename L::lease_type&>;
-    { l.async_proclaim(v, boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
+    {
+        l.async_proclaim(v, boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<void>>;
     { l.async_resign(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
     { l.async_wait_lost(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<void>>;
 };
@@ -116,7 +118,9 @@ concept leader_election = leader_term<typename E::leadership_type> &&
     {
         e.async_campaign_for(d, v, boost::asio::use_awaitable)
         } -> std::same_as<boost::asio::awaitable<typename E::leadership_type>>;
-    { e.async_leader(boost::asio::use_awaitable) } -> std::same_as<boost::asio::awaitable<leader_info>>;
+    {
+        e.async_leader(boost::asio::use_awaitable)
+        } -> std::same_as<boost::asio::awaitable<leader_info>>;
     { e.observe() } -> std::same_as<leader_observer>;
 };
 

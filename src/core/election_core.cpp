@@ -4,9 +4,7 @@
 #include "core/decimal.hpp"
 #include "core/lock_scripts.hpp"
 
-
 namespace corolock::detail {
-
 
 // Every script checks that the caller still holds the lock (its owner id in the hash) before it
 // writes, and publishes with pcall: a PUBLISH refused by the ACL leaves the write standing, and
@@ -111,7 +109,8 @@ std::optional<leader_view> parse_leader_message(std::string_view payload) {
     if (kind != "leader")
         return std::nullopt;
     v.present = true;
-    if (!parse_decimal(next_word(payload), v.term) || !parse_decimal(next_word(payload), v.version) ||
+    if (!parse_decimal(next_word(payload), v.term) ||
+        !parse_decimal(next_word(payload), v.version) ||
         !parse_decimal(next_word(payload), v.ttl_ms))
         return std::nullopt;
     v.value = payload;

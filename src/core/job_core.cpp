@@ -106,8 +106,8 @@ error_code decode_server_slot(const generic_response& r, std::uint64_t period_ms
         return classify_server_error(e->value);
     std::uint64_t sec = 0, usec = 0;
     if (period_ms == 0 || r.size() != 3 || r[0].data_type != resp3::type::array ||
-        r[0].aggregate_size != 2 || !parse_decimal(r[1].value, sec) || !parse_decimal(r[2].value, usec) ||
-        usec >= 1000000 || sec > (std::uint64_t{1} << 40))
+        r[0].aggregate_size != 2 || !parse_decimal(r[1].value, sec) ||
+        !parse_decimal(r[2].value, usec) || usec >= 1000000 || sec > (std::uint64_t{1} << 40))
         return error::unexpected_reply;
     slot = (sec * 1000 + usec / 1000) / period_ms;
     return {};

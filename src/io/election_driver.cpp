@@ -149,8 +149,8 @@ namespace {
 // leader's expiry (unless renewed: read again) and, without channel rights, every retry_max.
 struct redis_observer final : observer_state, push_listener {
     explicit redis_observer(std::shared_ptr<election_core> c)
-        : observer_state(c->io.strand(), c->io.executor(), lock_backend::redis),
-          core(std::move(c)), timer(core->io.strand()) {}
+        : observer_state(c->io.strand(), c->io.executor(), lock_backend::redis), core(std::move(c)),
+          timer(core->io.strand()) {}
 
     std::shared_ptr<election_core> core;
     asio::steady_timer timer; // the next read: a leader's expiry, or a retry

@@ -88,18 +88,17 @@ void zk_leadership::proclaim_impl(std::string value,
         return deliver(std::move(h), ex, error_code(error::lease_lost));
     const auto next = version_ + 1;
     auto rec = detail::format_record({true, term().value(), next, lease_.name(), value});
-    lease_.async_fenced_write(
-        core_->record, std::move(rec),
-        [this, core = core_, next, value = std::move(value), h = std::move(h)](
-            error_code ec) mutable {
-            if (ec == error::stale_token)
-                ec = error::lease_lost;
-            if (!ec) {
-                value_ = std::move(value);
-                version_ = next;
-            }
-            deliver(std::move(h), core->session->executor(), ec);
-        });
+    lease_.async_fenced_write(core_->record, std::move(rec),
+                              [this, core = core_, next, value = std::move(value),
+                               h = std::move(h)](error_code ec) mutable {
+                                  if (ec == error::stale_token)
+                                      ec = error::lease_lost;
+                                  if (!ec) {
+                                      value_ = std::move(value);
+                                      version_ = next;
+                                  }
+                                  deliver(std::move(h), core->session->executor(), ec);
+                              });
 }
 
 void zk_leadership::resign_impl(asio::any_completion_handler<void(error_code)> h) {

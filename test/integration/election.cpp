@@ -261,9 +261,13 @@ BOOST_FIXTURE_TEST_CASE(dropping_a_leadership_ends_the_term_for_observers, fixtu
             auto l = co_await a.async_campaign("a");
             co_await obs.async_next(tuple_deferred);
         } // destroyed: the term ends (owner-checked) and the lock is released
+        const auto t0 = clock_type::now();
         auto [e, ev] = co_await obs.async_next(tuple_deferred);
         BOOST_REQUIRE(!e);
         BOOST_TEST(!ev.present);
+        // Told by the term's end, not by a read at the lease's expiry (30 s): the release waits
+        // for the end to be written (it went first once, and the end was never published).
+        BOOST_TEST((clock_type::now() - t0 < 10s));
         BOOST_TEST(co_await eventually([&] { return !exists("el:drop"); }, 2s));
         // Assigning over a held leadership ends its term the same way.
         auto l = co_await a.async_campaign("b");
@@ -277,6 +281,74 @@ BOOST_FIXTURE_TEST_CASE(dropping_a_leadership_ends_the_term_for_observers, fixtu
         BOOST_TEST(!ev3.present);
         BOOST_TEST(ev3.term == ev2.term);
         BOOST_TEST(co_await eventually([&] { return !exists("el:drop"); }, 2s));
+    });
+}
+
+// An observer whose user may not subscribe (no channel rights, doc/keys.md's least rights for a
+// reader): it says so in the log and reads every retry_max instead, still in order.
+BOOST_FIXTURE_TEST_CASE(an_observer_without_channel_rights_reads_every_retry_max, fixture) {
+    run([&]() -> awaitable<void> {
+        BOOST_TEST(srv.command({"ACL", "SETUSER", "nochan", "on", ">pw", "~*", "resetchannels",
+                                "+@all"}) == "+OK\r\n");
+        corolock::test::log_capture log;
+        auto cfg = config_for(srv);
+        cfg.username = "nochan";
+        cfg.password = "pw";
+        auto& reader = add_connection(cfg, log.make(corolock::logger::level::warning));
+        election_options slow;
+        slow.lock.retry_max = 100ms;
+        corolock::election watch(reader, "el:nochan", slow), a(conn, "el:nochan");
+        auto obs = watch.observe();
+        auto [e0, first] = co_await obs.async_next(tuple_deferred);
+        BOOST_REQUIRE(!e0);
+        BOOST_TEST(!first.present);
+        auto l = co_await a.async_campaign("a");
+        auto [e1, ev1] = co_await obs.async_next(tuple_deferred);
+        BOOST_REQUIRE(!e1);
+        BOOST_TEST(ev1.present);
+        BOOST_TEST(ev1.value == "a");
+        BOOST_TEST(ev1.term == l.term());
+        co_await l.async_proclaim("a2");
+        auto [e2, ev2] = co_await obs.async_next(tuple_deferred);
+        BOOST_REQUIRE(!e2);
+        BOOST_TEST(ev2.value == "a2");
+        BOOST_TEST(ev2.version == 2u);
+        co_await l.async_resign(tuple_deferred);
+        auto [e3, ev3] = co_await obs.async_next(tuple_deferred);
+        BOOST_REQUIRE(!e3);
+        BOOST_TEST(!ev3.present);
+        BOOST_TEST(log.contains("the observer's subscription to {el:nochan}:leader was refused"));
+    });
+}
+
+// Changes that nobody takes are kept up to 64; past that the oldest go and the next event says
+// `skipped`. The newest is never lost.
+BOOST_FIXTURE_TEST_CASE(past_64_unread_events_the_next_says_skipped, fixture) {
+    run([&]() -> awaitable<void> {
+        corolock::election a(conn, "el:overflow");
+        auto obs = a.observe();
+        co_await obs.async_next(tuple_deferred); // nobody
+        auto l = co_await a.async_campaign("v1");
+        for (int i = 2; i <= 80; ++i)
+            co_await l.async_proclaim("v" + std::to_string(i));
+        // Every proclamation's message has come once a read shows the last one.
+        co_await sleep_for(200ms);
+        std::vector<leader_event> got;
+        for (;;) {
+            auto [ec, e] = co_await obs.async_next(tuple_deferred);
+            BOOST_REQUIRE(!ec);
+            got.push_back(e);
+            if (e.version == 80u)
+                break;
+        }
+        BOOST_TEST(got.size() == 64u);
+        BOOST_TEST(got.front().skipped);
+        BOOST_TEST(got.front().version == 17u); // versions 1..16 were dropped
+        for (std::size_t i = 1; i < got.size(); ++i) {
+            BOOST_TEST(!got[i].skipped);
+            BOOST_TEST(got[i].version == got[i - 1].version + 1);
+        }
+        co_await l.async_resign(tuple_deferred);
     });
 }
 

@@ -115,7 +115,8 @@ BOOST_FIXTURE_TEST_CASE(a_lost_leader_is_replaced_and_fenced_out, zk_fixture) {
         BOOST_TEST(ev2.present);
         BOOST_TEST(ev2.value == "b");
         BOOST_TEST(ev2.term == lb.term());
-        auto [ew] = co_await la.lease().async_fenced_write("/corolock/test/el/lost-data", "a", tuple);
+        auto [ew] =
+            co_await la.lease().async_fenced_write("/corolock/test/el/lost-data", "a", tuple);
         BOOST_TEST(!!ew);
         co_await lb.lease().async_fenced_write("/corolock/test/el/lost-data", "b",
                                                asio::use_awaitable);

@@ -1,10 +1,10 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 // The ZooKeeper election across processes under SIGKILL (issue 29, doc/election.md): three
 // campaigner processes take terms, proclaim and resign; the test kills whichever leads every
-// 3 s (its session then lasts 2 s more) and starts a new campaigner; one more process observes. The history must show no two
-// terms at once (a killed leader's term ends when it is killed), terms increasing in grant
-// order, and the observer's events in (term, version) order, each term it saw one that was
-// granted.
+// 3 s (its session then lasts 2 s more) and starts a new campaigner; one more process observes. The
+// history must show no two terms at once (a killed leader's term ends when it is killed), terms
+// increasing in grant order, and the observer's events in (term, version) order, each term it saw
+// one that was granted.
 #include "common/child_process.hpp"
 #include "zk_test.hpp"
 #include <corolock/zookeeper.hpp>

@@ -12,8 +12,8 @@ std::string zk_record_path(std::string_view election_path) {
 }
 
 std::string format_record(const zk_record& r) {
-    std::string s = (r.live ? "live " : "ended ") + std::to_string(r.term) + ' ' +
-                    std::to_string(r.version);
+    std::string s =
+        (r.live ? "live " : "ended ") + std::to_string(r.term) + ' ' + std::to_string(r.version);
     if (r.live) {
         s += '\n';
         s += r.node;
@@ -31,8 +31,8 @@ std::optional<zk_record> parse_record(std::string_view data) {
     if (kind != "live" && kind != "ended")
         return std::nullopt;
     r.live = kind == "live";
-    if (!parse_decimal(next_word(head), r.term) || !parse_decimal(head, r.version) ||
-        r.term == 0 || r.version == 0)
+    if (!parse_decimal(next_word(head), r.term) || !parse_decimal(head, r.version) || r.term == 0 ||
+        r.version == 0)
         return std::nullopt;
     if (!r.live)
         return nl == std::string_view::npos ? std::optional(r) : std::nullopt;

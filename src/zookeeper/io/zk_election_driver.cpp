@@ -41,7 +41,7 @@ auto async_get(const std::shared_ptr<zk_session>& s, const std::string& path,
     return asio::async_initiate<CompletionToken, void(zk_reply)>(
         [&s, &path](auto h) {
             auto shared = std::make_shared<decltype(h)>(std::move(h));
-            s->get(path, [shared](zk_reply r) { std::move(*shared)(std::move(r)); });
+            s->get(path, [shared](zk_reply r) { std::move (*shared)(std::move(r)); });
         },
         token);
 }
@@ -101,13 +101,13 @@ asio::awaitable<campaign_result> run_campaign(std::shared_ptr<zk_election_core> 
         }
     }
     const auto begun = format_record({true, term, 1, l.name(), value});
-    auto [wec] = co_await l.async_fenced_write(c->record, begun, asio::as_tuple(asio::use_awaitable));
+    auto [wec] =
+        co_await l.async_fenced_write(c->record, begun, asio::as_tuple(asio::use_awaitable));
     if (wec == error::stale_token)
         co_return campaign_result{error::lease_lost, zk_leadership{}};
     if (wec) {
         // Unknown outcome: the term may have begun. End it (fenced) before the lease goes.
-        l.async_fenced_write(c->record, format_record({false, term, 1, {}, {}}),
-                             [](error_code) {});
+        l.async_fenced_write(c->record, format_record({false, term, 1, {}, {}}), [](error_code) {});
         co_return campaign_result{wec, zk_leadership{}};
     }
     co_return campaign_result{error_code{},

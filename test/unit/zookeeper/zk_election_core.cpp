@@ -3,6 +3,7 @@
 // shape refused), when a campaign waits the lock-delay, what an observer's read says, and the
 // observer's order over ZooKeeper views (a one-shot watch may read the next leader first).
 #include "zookeeper/core/zk_election_core.hpp"
+
 #include "zookeeper/core/zk_lock_recipe.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -45,10 +46,10 @@ BOOST_AUTO_TEST_CASE(records_round_trip) {
 
 BOOST_AUTO_TEST_CASE(data_of_another_shape_is_refused) {
     for (const char* bad :
-         {"", "live", "live 1", "live 1 1", "live 1 1\n/e/n", "live 0 1\n/e/n\nv", "live 1 0\n/e/n\nv",
-          "live -1 1\n/e/n\nv", "live 1 1\nrelative\nv", "live 1 1\n\nv", "ended 1", "ended 1 1\nx",
-          "ended 1 x", "LIVE 1 1\n/e/n\nv", "live 1  1\n/e/n\nv", "live 18446744073709551616 1\n/n\nv",
-          "random bytes"})
+         {"", "live", "live 1", "live 1 1", "live 1 1\n/e/n", "live 0 1\n/e/n\nv",
+          "live 1 0\n/e/n\nv", "live -1 1\n/e/n\nv", "live 1 1\nrelative\nv", "live 1 1\n\nv",
+          "ended 1", "ended 1 1\nx", "ended 1 x", "LIVE 1 1\n/e/n\nv", "live 1  1\n/e/n\nv",
+          "live 18446744073709551616 1\n/n\nv", "random bytes"})
         BOOST_TEST(!parse_record(bad).has_value(), bad);
 }
 
