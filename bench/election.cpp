@@ -7,18 +7,22 @@
 //     campaigner's term begins once the lease has run out (lease 300 ms);
 //   - jobs: slots claimed, run (an empty body) and marked done per second, by one runner, and by
 //     three runners on three connections racing for every slot;
-//   - with corolock::zookeeper built: python3-kazoo's Election recipe's hand-over after its
-//     leader's function returns, on a private ZooKeeper server in the same run.
+//   - with corolock::zookeeper built, on a private ZooKeeper server in the same run: the same
+//     hand-over after a resign over corolock's zk_election, and python3-kazoo's Election
+//     recipe's hand-over after its leader's function returns.
 // A benchmark: nothing here fails because something is slow.
 #include "common.hpp"
 #include <corolock/election.hpp>
 #include <corolock/job.hpp>
+#include <corolock/lock_concepts.hpp>
 #ifdef COROLOCK_BENCH_ZOOKEEPER
 #include "common/zk_process.hpp"
+#include <corolock/zookeeper.hpp>
 #endif
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -49,27 +53,30 @@ handover summarize(std::vector<double> ms) {
 }
 
 // Waits for the campaign of `e`, then returns when it completed.
-awaitable<std::pair<leadership, clock_type::time_point>> campaign_in_background(election& e,
-                                                                                std::string v) {
+template <leader_election E>
+awaitable<std::pair<typename E::leadership_type, clock_type::time_point>>
+campaign_in_background(E& e, std::string v) {
     auto term = co_await e.async_campaign(std::move(v), asio::use_awaitable);
     co_return std::make_pair(std::move(term), clock_type::now());
 }
 
-// Alternates the term between two connections `rounds` times: each round the other side
-// campaigns, the leader resigns, and the time from the resign to the new term is a sample.
-awaitable<handover> after_resign(connection& a, connection& b) {
-    election ea(a, "bench:election:resign"), eb(b, "bench:election:resign");
-    election* side[] = {&ea, &eb};
+// Alternates the term between two handles (on two connections) `rounds` times: each round the
+// other side campaigns, the leader resigns, and the time from the resign to the new term is a
+// sample. Any backend's election.
+template <leader_election E>
+awaitable<handover> after_resign(E& ea, E& eb) {
+    using term_at = std::pair<typename E::leadership_type, clock_type::time_point>;
+    E* side[] = {&ea, &eb};
     auto ex = co_await asio::this_coro::executor;
     auto term = co_await ea.async_campaign("a", asio::use_awaitable);
     std::vector<double> ms;
     int cur = 0;
     for (int r = 0; r < resign_rounds; ++r) {
         const int other = 1 - cur;
-        std::optional<std::pair<leadership, clock_type::time_point>> next;
+        std::optional<term_at> next;
         asio::steady_timer done(ex, clock_type::time_point::max());
         asio::co_spawn(ex, campaign_in_background(*side[other], other ? "b" : "a"),
-                       [&](std::exception_ptr e, std::pair<leadership, clock_type::time_point> r) {
+                       [&](std::exception_ptr e, term_at r) {
                            if (!e)
                                next = std::move(r);
                            done.cancel();
@@ -89,6 +96,29 @@ awaitable<handover> after_resign(connection& a, connection& b) {
     co_return summarize(std::move(ms));
 }
 
+#ifdef COROLOCK_BENCH_ZOOKEEPER
+// The same hand-over over corolock's ZooKeeper election, two sessions on `hosts`.
+handover zk_after_resign(const std::string& hosts) {
+    asio::io_context ioc;
+    zk_config cfg;
+    cfg.hosts = hosts;
+    cfg.session_timeout = std::chrono::seconds(10);
+    zk_connection a(ioc.get_executor(), cfg), b(ioc.get_executor(), cfg);
+    a.async_run(asio::detached);
+    b.async_run(asio::detached);
+    zk_election ea(a, "/bench/election/resign"), eb(b, "/bench/election/resign");
+    handover out;
+    asio::co_spawn(ioc, after_resign(ea, eb), [&](std::exception_ptr e, handover h) {
+        if (!e)
+            out = h;
+        a.cancel();
+        b.cancel();
+    });
+    ioc.run();
+    return out;
+}
+#endif
+
 // A leader on its own connection, which stops (the process died): the waiting campaigner's
 // term begins once the lease has run out.
 awaitable<handover> after_death(const target& t, connection& b) {
@@ -104,7 +134,7 @@ awaitable<handover> after_death(const target& t, connection& b) {
         auto term = co_await ea.async_campaign("a", asio::use_awaitable);
         std::optional<std::pair<leadership, clock_type::time_point>> next;
         asio::steady_timer done(ex, clock_type::time_point::max());
-        asio::co_spawn(ex, campaign_in_background(eb, "b"),
+        asio::co_spawn(ex, campaign_in_background(eb, std::string("b")),
                        [&](std::exception_ptr e, std::pair<leadership, clock_type::time_point> r) {
                            if (!e)
                                next = std::move(r);
@@ -211,7 +241,7 @@ int run_election(const options& in) {
         o.seconds = 3;
     target t;
     open_target(o, t);
-    handover resign, death, kazoo;
+    handover resign, death, kazoo, zk_resign;
     double slots_1 = missing, slots_3 = missing;
     std::string first_error;
     run_with_connection(t, 1, [&](connection& a) -> awaitable<void> {
@@ -221,7 +251,8 @@ int run_election(const options& in) {
         connection b(ex, bench_config(t)), c(ex, bench_config(t));
         b.async_run(asio::detached);
         c.async_run(asio::detached);
-        resign = co_await after_resign(a, b);
+        election ea(a, "bench:election:resign"), eb(b, "bench:election:resign");
+        resign = co_await after_resign(ea, eb);
         death = co_await after_death(t, b);
         // Named, not braced in the call: g++ 12 cannot pass an initializer list into a coroutine.
         std::vector<connection*> one, three;
@@ -242,6 +273,7 @@ int run_election(const options& in) {
         zo.heap_mib = 128;
         test::zk_ensemble zk(1, zo);
         kazoo = kazoo_handover(zk.connect_string(), resign_rounds);
+        zk_resign = zk_after_resign(zk.connect_string());
     }
 #endif
     if (!first_error.empty())
@@ -249,6 +281,8 @@ int run_election(const options& in) {
     std::cout << "election and jobs, load " << loadavg() << "\n"
               << "  hand-over after resign (Redis), " << resign_rounds << " rounds: p50 "
               << show(resign.p50_ms, 2) << " ms, p99 " << show(resign.p99_ms, 2) << " ms\n"
+              << "  hand-over after resign (corolock zk_election, ZooKeeper fsync on): p50 "
+              << show(zk_resign.p50_ms, 2) << " ms, p99 " << show(zk_resign.p99_ms, 2) << " ms\n"
               << "  hand-over after resign (kazoo Election, ZooKeeper fsync on): p50 "
               << show(kazoo.p50_ms, 2) << " ms, p99 " << show(kazoo.p99_ms, 2) << " ms\n"
               << "  hand-over after a leader's death (Redis, lease "
@@ -261,6 +295,8 @@ int run_election(const options& in) {
         json_line j;
         j.num("resign_p50_ms", resign.p50_ms)
             .num("resign_p99_ms", resign.p99_ms)
+            .num("zk_resign_p50_ms", zk_resign.p50_ms)
+            .num("zk_resign_p99_ms", zk_resign.p99_ms)
             .num("kazoo_resign_p50_ms", kazoo.p50_ms)
             .num("kazoo_resign_p99_ms", kazoo.p99_ms)
             .num("death_p50_ms", death.p50_ms)
