@@ -5,6 +5,7 @@
 # The pure core (SQL text and its decoding, the session machine, the statement queue): no libpq,
 # so always defined; the unit tests compile it in whether or not the backend is built.
 corolock_object_library(corolock_postgres_core
+    src/postgres/core/pg_election_sql.cpp
     src/postgres/core/pg_lock_sql.cpp
     src/postgres/core/pg_session_fsm.cpp)
 if(NOT COROLOCK_WITH_POSTGRES)
@@ -15,8 +16,10 @@ find_package(PostgreSQL REQUIRED)
 # Every source in src/postgres/.
 set(COROLOCK_POSTGRES_SOURCES
     src/postgres/io/pg_connection_impl.cpp
+    src/postgres/io/pg_election_driver.cpp
     src/postgres/io/pg_lock_service.cpp
     src/postgres/pg_connection.cpp
+    src/postgres/pg_election.cpp
     src/postgres/pg_mutex.cpp
     src/postgres/pg_xact_mutex.cpp
     $<TARGET_OBJECTS:corolock_postgres_core>)

@@ -5,6 +5,7 @@
 // The PostgreSQL backend (corolock::postgres, doc/postgres.md); link corolock::postgres.
 #include <corolock/postgres/config.hpp>
 #include <corolock/postgres/connection.hpp>
+#include <corolock/postgres/election.hpp>
 #include <corolock/postgres/mutex.hpp>
 #include <corolock/postgres/xact_mutex.hpp>
 

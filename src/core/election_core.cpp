@@ -97,34 +97,6 @@ error_code decode_begin(const generic_response& r, begin_reply& out) {
     }
 }
 
-std::optional<leader_view> parse_leader_message(std::string_view payload) {
-    leader_view v;
-    const auto kind = next_word(payload);
-    if (kind == "ended") {
-        v.ended = true;
-        if (!parse_decimal(payload, v.term))
-            return std::nullopt;
-        return v;
-    }
-    if (kind != "leader")
-        return std::nullopt;
-    v.present = true;
-    if (!parse_decimal(next_word(payload), v.term) ||
-        !parse_decimal(next_word(payload), v.version) ||
-        !parse_decimal(next_word(payload), v.ttl_ms))
-        return std::nullopt;
-    v.value = payload;
-    return v;
-}
-
-std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
-                           std::string_view value) {
-    std::string s = "leader " + std::to_string(term) + ' ' + std::to_string(version) + ' ' +
-                    std::to_string(ttl_ms) + ' ';
-    s.append(value);
-    return s;
-}
-
 // The read script replies {1, term, version, ttl ms, value} (a proclaimed leader), {0, term} (a
 // term begun, not yet proclaimed) or {-1, last token issued} (nobody holds the lock).
 error_code decode_leader_read(const generic_response& r, leader_view& out) {

@@ -38,11 +38,6 @@ enum class begin_reply {
 };
 error_code decode_begin(const generic_response& r, begin_reply& out);
 
-// Messages on the election channel: "leader <term> <version> <ttl ms> <value>" and
-// "ended <term>". Anything else: nullopt (not ours, ignored).
-std::optional<leader_view> parse_leader_message(std::string_view payload);
-std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
-                           std::string_view value);
 // The read script's reply.
 error_code decode_leader_read(const generic_response& r, leader_view& out);
 

@@ -1,6 +1,8 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "core/leader_view.hpp"
 
+#include "core/decimal.hpp"
+
 #include <limits>
 #include <utility>
 
@@ -15,6 +17,34 @@ std::pair<std::uint64_t, std::uint64_t> order_of(std::uint64_t term, std::uint64
 }
 
 } // namespace
+
+std::optional<leader_view> parse_leader_message(std::string_view payload) {
+    leader_view v;
+    const auto kind = next_word(payload);
+    if (kind == "ended") {
+        v.ended = true;
+        if (!parse_decimal(payload, v.term))
+            return std::nullopt;
+        return v;
+    }
+    if (kind != "leader")
+        return std::nullopt;
+    v.present = true;
+    if (!parse_decimal(next_word(payload), v.term) ||
+        !parse_decimal(next_word(payload), v.version) ||
+        !parse_decimal(next_word(payload), v.ttl_ms))
+        return std::nullopt;
+    v.value = payload;
+    return v;
+}
+
+std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
+                           std::string_view value) {
+    std::string s = "leader " + std::to_string(term) + ' ' + std::to_string(version) + ' ' +
+                    std::to_string(ttl_ms) + ' ';
+    s.append(value);
+    return s;
+}
 
 std::optional<leader_event> observe_core::on_view(const leader_view& v) {
     auto term = v.term;

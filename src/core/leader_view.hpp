@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace corolock::detail {
 
@@ -31,6 +32,11 @@ struct leader_view {
     bool ended = false;
 };
 
+// Messages on an election's channel (Redis; PostgreSQL after the name's line): "leader <term>
+// <version> <ttl ms> <value>" and "ended <term>". Anything else: nullopt (not ours, ignored).
+std::optional<leader_view> parse_leader_message(std::string_view payload);
+std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
+                           std::string_view value);
 // An observer's state: the newest view delivered, and whether something may have been missed
 // since. Views are ordered by (term, version), a term's end after all its versions; an older
 // view than the one delivered (a read that raced a message) is dropped, and "no leader" after

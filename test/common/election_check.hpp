@@ -113,9 +113,10 @@ boost::asio::awaitable<std::vector<std::string>> check_election(E& a, E& b) {
     auto [ern] = co_await lb.async_resign(as_tuple);
     expect(ern == error::not_owner, "an empty leadership resigns nothing");
 
-    // Free again: a try wins at once.
-    auto [ec, lc] = co_await a.async_campaign_for(0s, "node-c", as_tuple);
-    expect(!ec && lc.term() > term_b, "a zero-wait campaign on a free election wins");
+    // Free again once the dropped term's lock is released (right after its end is written).
+    auto [ec, lc] = co_await a.async_campaign_for(5s, "node-c", as_tuple);
+    expect(!ec && lc.term() > term_b,
+           "a campaign after a dropped leadership wins (got: " + ec.message() + ")");
     if (lc.owns())
         co_await lc.async_resign(as_tuple);
     co_return bad;
