@@ -238,6 +238,8 @@ std::map<std::string, std::string> registry() {
     r["pg_xact_options.attempt_wait"] = fmt(px.attempt_wait);
     r["pg_xact_options.retry_base"] = fmt(px.retry_base);
     r["pg_xact_options.retry_max"] = fmt(px.retry_max);
+    const corolock::pg_mutex_options pm;
+    r["pg_mutex_options.retry_max"] = fmt(pm.retry_max);
 
     // ZooKeeper (the recipe's pure core: no C client, no link to corolock::zookeeper).
     r["zk_lock_path.max_length"] = bytes(corolock::detail::max_lock_path);
