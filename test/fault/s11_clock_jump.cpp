@@ -151,47 +151,6 @@ COROLOCK_FAULT_WORKER(s11_holder) {
 
 namespace {
 
-// The worker's wall-clock offset: 8 bytes in a file that wall_clock_shim maps in the worker.
-// One atomic store changes it, so a reading sees the old offset or the new one, never a mix.
-class wall_clock_offset {
-public:
-    wall_clock_offset() {
-        char tmpl[] = "/tmp/corolock-s11-XXXXXX";
-        const int fd = ::mkstemp(tmpl);
-        BOOST_REQUIRE(fd >= 0);
-        path_ = tmpl;
-        const bool sized = ::ftruncate(fd, sizeof(std::int64_t)) == 0;
-        void* p =
-            sized ? ::mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                  : MAP_FAILED;
-        ::close(fd);
-        BOOST_REQUIRE(p != MAP_FAILED);
-        offset_ = static_cast<std::int64_t*>(p);
-        set(std::chrono::seconds(0));
-    }
-    ~wall_clock_offset() {
-        if (offset_ != nullptr)
-            ::munmap(offset_, sizeof(std::int64_t));
-        std::error_code ec;
-        std::filesystem::remove(path_, ec);
-    }
-    wall_clock_offset(const wall_clock_offset&) = delete;
-    wall_clock_offset& operator=(const wall_clock_offset&) = delete;
-
-    void set(std::chrono::nanoseconds offset) {
-        std::atomic_ref<std::int64_t>(*offset_).store(offset.count(), std::memory_order_release);
-    }
-    // The environment that makes a worker read its wall clock through this offset.
-    std::vector<std::string> env() const {
-        return {std::string("LD_PRELOAD=") + COROLOCK_WALL_CLOCK_SHIM,
-                "COROLOCK_WALL_CLOCK_OFFSET_FILE=" + path_};
-    }
-
-private:
-    std::string path_;
-    std::int64_t* offset_ = nullptr;
-};
-
 struct tick {
     long long steady_ms = 0, wall_ms = 0, renewals = 0, due_ms = 0;
     bool held = false, lost = false;
@@ -245,7 +204,7 @@ BOOST_AUTO_TEST_SUITE(s11_clock_jump)
 
 BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
     redis_process srv;
-    wall_clock_offset wall_clock;
+    corolock::fault::wall_clock_offset wall_clock;
     const std::string key = "lock:s11";
     corolock::fault::worker_process w("s11_holder", {std::to_string(srv.port()), key, "5000"},
                                       wall_clock.env());
@@ -326,7 +285,7 @@ BOOST_AUTO_TEST_CASE(wall_clock_jumps_cause_no_loss_and_no_extension) {
 
 BOOST_AUTO_TEST_CASE(killed_holder_with_jumped_clock_expires_within_the_lease) {
     redis_process srv;
-    wall_clock_offset wall_clock;
+    corolock::fault::wall_clock_offset wall_clock;
     const std::string key = "lock:s11:killed";
     corolock::fault::worker_process w("s11_holder", {std::to_string(srv.port()), key, "30000"},
                                       wall_clock.env());

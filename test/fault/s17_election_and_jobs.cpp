@@ -1,5 +1,6 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-// S17, the election and the scheduled job under SIGKILL, history-checked (issue 29).
+// S17, the election and the scheduled job under SIGKILL, restarts and clock steps,
+// history-checked (issue 29).
 // - Three campaigner processes lead in turn (each term a fenced write on the resource, then a
 //   resign, or now and then a term dropped without one); the leader of the moment is killed
 //   three times and a new process takes its place. Never two valid leaders (no unreported
@@ -8,6 +9,9 @@
 // - Three runner processes run a job over 10,000 slots, at least once; one is killed every
 //   1.5 s and restarted. Every slot is completed exactly once, runs never overlap unreported, and
 //   their fenced writes are accepted in grant order.
+// - The campaigners again, under two restarts of the lock server without persistence.
+// - Three runners on the server's 100 ms slots with their wall clocks stepped by hours: every
+//   slot from the first to the last completed exactly once.
 #include "harness.hpp"
 #include <corolock/election.hpp>
 #include <corolock/job.hpp>
@@ -269,6 +273,70 @@ COROLOCK_FAULT_WORKER(s17_runner) {
     return ok ? 0 : 1;
 }
 
+// Runs the job `lock` on the server's slots of `period_ms` until `ms` have passed: polls the
+// server's slot every 5 ms and runs each new one once (at least once); records each run as a
+// section and each completed slot as a `done` line. Its wall clock may be stepped meanwhile
+// (wall_clock_shim): nothing it does may depend on it.
+// Args: worker, lock_port, res_port, lock, resource, history, ms, period_ms.
+COROLOCK_FAULT_WORKER(s17_slot_runner) {
+    auto a = parse_args(args);
+    worker_io io(static_cast<std::uint16_t>(std::stoi(a["lock_port"])),
+                 static_cast<std::uint16_t>(std::stoi(a["res_port"])));
+    history_writer out(a["history"]);
+    const int worker = std::stoi(a["worker"]);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(a["ms"]));
+    const auto period = std::chrono::milliseconds(std::stoi(a["period_ms"]));
+    const bool ok = io.run([&]() -> asio::awaitable<void> {
+        corolock::job_options opts;
+        opts.lock.lease = lease;
+        corolock::job j(io.locks, a["lock"], opts);
+        std::uint64_t last = 0;
+        while (std::chrono::steady_clock::now() < until) {
+            auto [sec, slot] =
+                co_await j.async_server_slot(period, asio::as_tuple(asio::use_awaitable));
+            if (sec || slot <= last) {
+                asio::steady_timer t(io.ioc, 5ms);
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                continue;
+            }
+            last = slot;
+            section s;
+            s.worker = worker;
+            s.coro = static_cast<int>(slot % 1000000);
+            s.lock = a["lock"];
+            std::shared_ptr<std::int64_t> lost_at;
+            corolock::job_outcome o{};
+            try {
+                o = co_await corolock::run_once(
+                    j, slot, [&](corolock::lease& l) -> asio::awaitable<void> {
+                        s.token = l.token().value();
+                        s.enter_ns = monotonic_ns();
+                        lost_at = watch_loss(io.ioc, l);
+                        s.fenced = co_await fenced_increment(io.res, a["resource"], l);
+                        s.exit_ns = monotonic_ns();
+                    });
+            } catch (const boost::system::system_error& e) {
+                s.outcome = "error:" + e.code().message();
+            }
+            if (s.enter_ns == 0)
+                continue; // not this process's run
+            if (s.outcome.empty())
+                s.outcome = (lost_at && *lost_at) ? "lost" : "ok";
+            s.release_ns = monotonic_ns();
+            s.lost_ns = lost_at ? *lost_at : 0;
+            out.write(s);
+            if (o == corolock::job_outcome::ran) {
+                record r{"done", {}};
+                r.fields["w"] = std::to_string(worker);
+                r.fields["slot"] = std::to_string(slot);
+                out.write(r);
+            }
+        }
+    });
+    return ok ? 0 : 1;
+}
+
 BOOST_AUTO_TEST_SUITE(s17_election_and_jobs)
 
 BOOST_AUTO_TEST_CASE(leaders_killed_never_overlap_and_terms_grow, *utf::timeout(120)) {
@@ -430,6 +498,67 @@ BOOST_AUTO_TEST_CASE(jobs_complete_every_slot_once_across_kills, *utf::timeout(2
         BOOST_TEST_MESSAGE(fencing.problems[i]);
     if (current_test_failed())
         report_failure("s17 jobs", seed, faults, history);
+}
+
+// Three runners on the server's 100 ms slots, their wall clocks stepped (+1 h, -1 h, +30 min,
+// back) while they run: the slot is the server's, at_least_for and the lease are on the server's
+// clock and steady_clock, so every slot from the first to the last is completed exactly once and
+// no runs overlap.
+BOOST_AUTO_TEST_CASE(stepped_client_clocks_run_every_server_slot_once, *utf::timeout(120)) {
+    const auto seed = pick_seed();
+    fenced_resource res;
+    redis_process locks;
+    temp_dir dir;
+    schedule faults;
+    const std::string lock = "job:s17:clock";
+    std::vector<std::unique_ptr<wall_clock_offset>> clocks;
+    std::vector<std::unique_ptr<worker_process>> runners;
+    for (int id = 0; id < 3; ++id) {
+        clocks.push_back(std::make_unique<wall_clock_offset>());
+        runners.push_back(std::make_unique<worker_process>(
+            "s17_slot_runner",
+            std::vector<std::string>{
+                "worker=" + std::to_string(id), "lock_port=" + std::to_string(locks.port()),
+                "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),
+                "history=" + dir.file("r" + std::to_string(id)), "ms=6000", "period_ms=100"},
+            clocks.back()->env()));
+    }
+    using std::chrono::hours;
+    using std::chrono::minutes;
+    std::this_thread::sleep_for(1500ms);
+    faults.note("runner 0 wall clock +1 h, runner 1 -1 h");
+    clocks[0]->set(hours(1));
+    clocks[1]->set(-hours(1));
+    std::this_thread::sleep_for(1500ms);
+    faults.note("runner 0 -1 h, runner 2 +30 min");
+    clocks[0]->set(-hours(1));
+    clocks[2]->set(minutes(30));
+    std::this_thread::sleep_for(1500ms);
+    faults.note("every wall clock back");
+    for (auto& c : clocks)
+        c->set(std::chrono::seconds(0));
+    for (auto& r : runners)
+        BOOST_TEST(r->wait(30s) == 0);
+    const auto text = dir.read_all();
+    const auto history = parse_sections(text);
+    std::map<std::uint64_t, int> done;
+    for (const auto& r : parse_records(text))
+        if (r.kind == "done")
+            ++done[static_cast<std::uint64_t>(r.num("slot"))];
+    BOOST_REQUIRE(!done.empty());
+    const auto first = done.begin()->first, last = done.rbegin()->first;
+    BOOST_TEST_MESSAGE("s17 clock: slots " << done.size() << " (" << first << ".." << last
+                                           << "), runs " << history.size());
+    BOOST_TEST(done.size() >= 40u);
+    BOOST_TEST(done.size() == last - first + 1); // none skipped
+    for (const auto& [slot, n] : done)
+        BOOST_TEST(n == 1, "slot " << slot << " completed " << n << " times");
+    const auto unreported = find_unreported_overlaps(history);
+    BOOST_TEST(unreported.overlaps == 0u);
+    const auto fencing = check_fencing(history, res.accepted());
+    BOOST_TEST(fencing.problems.empty());
+    if (current_test_failed())
+        report_failure("s17 clock", seed, faults, history);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,11 +1,14 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
 #include "worker.hpp"
 
+#include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <poll.h>
 #include <signal.h>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +103,39 @@ int worker_process::wait(std::chrono::steady_clock::duration limit) {
     while (child_.output_fd() >= 0)
         drain(true);
     return child_.status();
+}
+
+wall_clock_offset::wall_clock_offset() {
+    char tmpl[] = "/tmp/corolock-clock-XXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    if (fd < 0)
+        throw std::runtime_error("wall_clock_offset: mkstemp failed");
+    path_ = tmpl;
+    const bool sized = ::ftruncate(fd, sizeof(std::int64_t)) == 0;
+    void* p = sized
+                  ? ::mmap(nullptr, sizeof(std::int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
+    ::close(fd);
+    if (p == MAP_FAILED)
+        throw std::runtime_error("wall_clock_offset: mmap failed");
+    offset_ = static_cast<std::int64_t*>(p);
+    set(std::chrono::seconds(0));
+}
+
+wall_clock_offset::~wall_clock_offset() {
+    if (offset_ != nullptr)
+        ::munmap(offset_, sizeof(std::int64_t));
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+}
+
+void wall_clock_offset::set(std::chrono::nanoseconds offset) {
+    std::atomic_ref<std::int64_t>(*offset_).store(offset.count(), std::memory_order_release);
+}
+
+std::vector<std::string> wall_clock_offset::env() const {
+    return {std::string("LD_PRELOAD=") + COROLOCK_WALL_CLOCK_SHIM,
+            "COROLOCK_WALL_CLOCK_OFFSET_FILE=" + path_};
 }
 
 } // namespace corolock::fault

@@ -59,6 +59,26 @@ private:
     std::string out_;
 };
 
+// A worker's wall-clock offset (S11, S17): 8 bytes in a file that wall_clock_shim maps in the
+// worker, which shifts every reading of its wall clock (CLOCK_REALTIME, gettimeofday, time) by
+// it and touches nothing else, as a real step would. One atomic store changes it, so a reading
+// sees the old offset or the new one, never a mix.
+class wall_clock_offset {
+public:
+    wall_clock_offset();
+    ~wall_clock_offset();
+    wall_clock_offset(const wall_clock_offset&) = delete;
+    wall_clock_offset& operator=(const wall_clock_offset&) = delete;
+
+    void set(std::chrono::nanoseconds offset);
+    // The environment that makes a worker read its wall clock through this offset.
+    std::vector<std::string> env() const;
+
+private:
+    std::string path_;
+    std::int64_t* offset_ = nullptr;
+};
+
 } // namespace corolock::fault
 
 #define COROLOCK_FAULT_WORKER(name)                                                                \
