@@ -358,6 +358,20 @@ connection_config fault_config(std::uint16_t port) {
     return cfg;
 }
 
+connection_config sentinel_fault_config(const std::string& sentinel_ports) {
+    using namespace std::chrono_literals;
+    connection_config cfg = fault_config(0);
+    cfg.host.clear();
+    cfg.port.clear();
+    cfg.max_wait_for_connection = 10s;
+    std::istringstream ports(sentinel_ports);
+    for (std::string p; std::getline(ports, p, ',');)
+        cfg.sentinel.addresses.push_back({"127.0.0.1", p});
+    cfg.sentinel.master_name = "m1";
+    cfg.sentinel.connect_timeout = 300ms;
+    return cfg;
+}
+
 worker_io::worker_io(std::uint16_t lock_port, std::uint16_t res_port,
                      std::chrono::steady_clock::duration lock_health_check)
     : locks(

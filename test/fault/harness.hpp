@@ -163,6 +163,9 @@ std::string ms_text(std::int64_t ns);
 // A connection to 127.0.0.1:port tuned for fault tests: faults are noticed and repaired within
 // a few hundred milliseconds (health check 200 ms, reconnect 20..200 ms, connect timeout 1 s).
 connection_config fault_config(std::uint16_t port);
+// The same through Sentinel: `sentinel_ports` comma-separated (127.0.0.1), master `m1`, a
+// Sentinel answer within 300 ms, requests waiting up to 10 s for the master (a failover).
+connection_config sentinel_fault_config(const std::string& sentinel_ports);
 
 // A worker's I/O: one io_context (run by the worker's thread), a connection to the lock server
 // and one to the resource server. The resource connection has no health check: that server is

@@ -58,15 +58,7 @@ COROLOCK_FAULT_WORKER(sentinel_mix) {
     const int coros = std::stoi(a.at("coros"));
     const std::int64_t until_ns = std::stoll(a.at("until_ns"));
     const auto res_port = static_cast<std::uint16_t>(std::stoi(a.at("res_port")));
-    corolock::connection_config cfg = fault_config(0);
-    cfg.host.clear();
-    cfg.port.clear();
-    cfg.max_wait_for_connection = 10s;
-    std::istringstream ports(a.at("sentinels"));
-    for (std::string p; std::getline(ports, p, ',');)
-        cfg.sentinel.addresses.push_back({"127.0.0.1", p});
-    cfg.sentinel.master_name = "m1";
-    cfg.sentinel.connect_timeout = 300ms;
+    const auto cfg = sentinel_fault_config(a.at("sentinels"));
     // worker_io's lock connection (to the first master) stays unused: the locks go through the
     // Sentinel-backed connection below.
     worker_io io(static_cast<std::uint16_t>(std::stoi(a.at("master_port"))), res_port);

@@ -9,9 +9,14 @@
 // - Three runner processes run a job over 10,000 slots, at least once; one is killed every
 //   1.5 s and restarted. Every slot is completed exactly once, runs never overlap unreported, and
 //   their fenced writes are accepted in grant order.
-// - The campaigners again, under two restarts of the lock server without persistence.
+// - The campaigners again: under two restarts of the lock server without persistence; over
+//   Sentinel through a planned failover; with the leader of the moment partitioned from the
+//   server (fault proxy) for three leases, twice.
 // - Three runners on the server's 100 ms slots with their wall clocks stepped by hours: every
 //   slot from the first to the last completed exactly once.
+#include "common/fault_proxy.hpp"
+#include "common/sentinel_set.hpp"
+#include "common/test_config.hpp"
 #include "harness.hpp"
 #include <corolock/election.hpp>
 #include <corolock/job.hpp>
@@ -25,6 +30,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -156,10 +162,17 @@ COROLOCK_FAULT_WORKER(s17_campaigner) {
     std::mt19937_64 rng(std::stoull(a["seed"]));
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(a["ms"]));
+    // With `sentinels`: the election runs over a Sentinel-backed connection instead.
+    std::optional<corolock::connection> via_sentinel;
+    if (!a["sentinels"].empty())
+        via_sentinel.emplace(io.ioc.get_executor(), sentinel_fault_config(a["sentinels"]),
+                             corolock::test::quiet());
     const bool ok = io.run([&]() -> asio::awaitable<void> {
+        if (via_sentinel)
+            via_sentinel->async_run(asio::detached);
         corolock::election_options opts;
         opts.lock.lease = lease;
-        corolock::election el(io.locks, a["lock"], opts);
+        corolock::election el(via_sentinel ? *via_sentinel : io.locks, a["lock"], opts);
         auto obs = el.observe();
         bool stop = false;
         asio::co_spawn(
@@ -213,6 +226,8 @@ COROLOCK_FAULT_WORKER(s17_campaigner) {
         }
         stop = true;
         obs = corolock::leader_observer{};
+        if (via_sentinel)
+            via_sentinel->cancel();
     });
     return ok ? 0 : 1;
 }
@@ -559,6 +574,108 @@ BOOST_AUTO_TEST_CASE(stepped_client_clocks_run_every_server_slot_once, *utf::tim
     BOOST_TEST(fencing.problems.empty());
     if (current_test_failed())
         report_failure("s17 clock", seed, faults, history);
+}
+
+// The three campaigners over Sentinel-backed connections through a planned `SENTINEL FAILOVER`
+// (as S16): between the promotion and the switch the old master still takes writes, and a term
+// granted there is dropped when it resyncs. No overlap unless the earlier leader was told first,
+// terms and fenced writes in order, observers forward.
+BOOST_AUTO_TEST_CASE(a_sentinel_failover_keeps_terms_apart, *utf::timeout(120)) {
+    const auto seed = pick_seed();
+    corolock::test::sentinel_set set;
+    fenced_resource res;
+    temp_dir dir;
+    schedule faults;
+    const std::string lock = "el:s17:sentinel";
+    const auto replica = set.node(1).port();
+    std::string sentinels;
+    for (const auto& addr : set.addresses())
+        sentinels += (sentinels.empty() ? "" : ",") + addr.port;
+    std::vector<std::unique_ptr<worker_process>> workers;
+    for (int id = 0; id < 3; ++id)
+        workers.push_back(std::make_unique<worker_process>(
+            "s17_campaigner",
+            std::vector<std::string>{
+                "worker=" + std::to_string(id), "lock_port=" + std::to_string(set.node(0).port()),
+                "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),
+                "history=" + dir.file("w" + std::to_string(id)),
+                "seed=" + std::to_string(seed + id), "ms=8000", "sentinels=" + sentinels}));
+    std::this_thread::sleep_for(2500ms);
+    const auto reply = set.sentinel(1).command({"SENTINEL", "FAILOVER", "m1"});
+    BOOST_TEST(reply == "+OK\r\n", reply);
+    faults.note("SENTINEL FAILOVER (Sentinel 1)");
+    bool switched = false;
+    for (int i = 0; i < 1000 && !switched; ++i) {
+        switched = set.sentinel(1)
+                       .command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m1"})
+                       .ends_with("\r\n" + std::to_string(replica) + "\r\n");
+        if (switched)
+            faults.note("+switch-master (Sentinel 1 names the replica)");
+        else
+            std::this_thread::sleep_for(10ms);
+    }
+    BOOST_TEST(switched);
+    for (auto& w : workers)
+        BOOST_TEST(w->wait(30s) == 0);
+    check_election_history("s17 election sentinel", dir.read_all(), lock, {}, res, seed, faults,
+                           30);
+}
+
+// The leader of the moment is cut off from the lock server (the fault proxy of its connection
+// blackholes both ways for three leases, then heals): it must be told its term is lost, by its
+// own steady clock, before another campaigner leads; after the heal its queued bytes must not
+// touch the new term. Twice, each time whoever leads.
+BOOST_AUTO_TEST_CASE(a_partitioned_leader_is_told_before_the_next_term, *utf::timeout(120)) {
+    const auto seed = pick_seed();
+    fenced_resource res;
+    redis_process locks;
+    temp_dir dir;
+    schedule faults;
+    const std::string lock = "el:s17:partition";
+    std::vector<std::unique_ptr<corolock::test::fault_proxy>> proxies;
+    std::vector<std::unique_ptr<worker_process>> workers;
+    for (int id = 0; id < 3; ++id) {
+        proxies.push_back(std::make_unique<corolock::test::fault_proxy>(locks.port()));
+        workers.push_back(std::make_unique<worker_process>(
+            "s17_campaigner",
+            std::vector<std::string>{"worker=" + std::to_string(id),
+                                     "lock_port=" + std::to_string(proxies.back()->port()),
+                                     "res_port=" + std::to_string(res.port()), "lock=" + lock,
+                                     "resource=" + res.name(),
+                                     "history=" + dir.file("w" + std::to_string(id)),
+                                     "seed=" + std::to_string(seed + id), "ms=9000"}));
+    }
+    int cuts = 0;
+    for (int k = 0; k < 2; ++k) {
+        std::this_thread::sleep_for(2s);
+        // The leader's campaign value is "w<id>" (its record is the lock hash's `value`).
+        int leader = -1;
+        for (int i = 0; i < 200 && leader < 0; ++i) {
+            const auto v = locks.command({"HGET", lock, "value"});
+            if (v.size() > 4 && v[0] == '$' && v.find("\r\nw") != std::string::npos)
+                leader = v[v.find("\r\nw") + 3] - '0';
+            else
+                std::this_thread::sleep_for(1ms);
+        }
+        if (leader < 0 || leader > 2)
+            continue;
+        faults.note("blackhole worker " + std::to_string(leader) + "'s connection");
+        proxies[static_cast<std::size_t>(leader)]->blackhole();
+        ++cuts;
+        std::this_thread::sleep_for(3 * lease);
+        proxies[static_cast<std::size_t>(leader)]->heal();
+        faults.note("healed");
+    }
+    BOOST_TEST(cuts >= 1);
+    for (auto& w : workers)
+        BOOST_TEST(w->wait(30s) == 0);
+    const auto text = dir.read_all();
+    std::size_t lost = 0;
+    for (const auto& s : parse_sections(text))
+        lost += s.lost() ? 1 : 0;
+    BOOST_TEST_MESSAGE("s17 election partition: " << cuts << " cuts, " << lost
+                                                  << " terms reported lost");
+    check_election_history("s17 election partition", text, lock, {}, res, seed, faults, 30);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
