@@ -397,9 +397,10 @@ BOOST_AUTO_TEST_CASE(leaders_killed_never_overlap_and_terms_grow, *utf::timeout(
 }
 
 // The lock server is SIGKILLed and restarted empty (no persistence) twice under the three
-// campaigners: a restart frees the term at once, so the leader it catches may overlap the next
-// one (as S4's holders); it must be told (its lease reported lost), and the fence (tokens grow
-// across restarts) refuses its late writes. Observers reconnect, read again and go on in order.
+// campaigners, whose wall clocks are stepped by an hour either way meanwhile: a restart frees
+// the term at once, so the leader it catches may overlap the next one (as S4's holders); it
+// must be told (its lease reported lost), and the fence (tokens grow across restarts) refuses
+// its late writes. Observers reconnect, read again and go on in order.
 BOOST_AUTO_TEST_CASE(redis_restarts_end_terms_reported_and_fenced, *utf::timeout(120)) {
     const auto seed = pick_seed();
     fenced_resource res;
@@ -407,17 +408,27 @@ BOOST_AUTO_TEST_CASE(redis_restarts_end_terms_reported_and_fenced, *utf::timeout
     temp_dir dir;
     schedule faults;
     const std::string lock = "el:s17:restart";
+    // Their wall clocks are stepped too (+1 h, -1 h, then swapped): nothing reads them.
+    std::vector<std::unique_ptr<wall_clock_offset>> clocks;
     std::vector<std::unique_ptr<worker_process>> workers;
-    for (int id = 0; id < 3; ++id)
+    for (int id = 0; id < 3; ++id) {
+        clocks.push_back(std::make_unique<wall_clock_offset>());
         workers.push_back(std::make_unique<worker_process>(
             "s17_campaigner",
             std::vector<std::string>{
                 "worker=" + std::to_string(id), "lock_port=" + std::to_string(locks.port()),
                 "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),
                 "history=" + dir.file("w" + std::to_string(id)),
-                "seed=" + std::to_string(seed + id), "ms=7000"}));
+                "seed=" + std::to_string(seed + id), "ms=7000"},
+            clocks.back()->env()));
+    }
     for (int k = 0; k < 2; ++k) {
-        std::this_thread::sleep_for(2s);
+        std::this_thread::sleep_for(1s);
+        faults.note(k == 0 ? "wall clocks: worker 0 +1 h, worker 1 -1 h"
+                           : "wall clocks: worker 0 -1 h, worker 1 +1 h");
+        clocks[0]->set(std::chrono::hours(k == 0 ? 1 : -1));
+        clocks[1]->set(std::chrono::hours(k == 0 ? -1 : 1));
+        std::this_thread::sleep_for(1s);
         // Strike while a term is held (it is, most of the time).
         for (int i = 0; i < 100 && locks.command({"EXISTS", lock}) != ":1\r\n"; ++i)
             std::this_thread::sleep_for(1ms);

@@ -1,118 +1,34 @@
 // Copyright (c) 2026 corolock developers. Distributed under the Boost Software License 1.0.
-// The ZooKeeper election across processes under SIGKILL (issue 29, doc/election.md): three
-// campaigner processes take terms, proclaim and resign; the test kills whichever leads every
-// 3 s (its session then lasts 2 s more) and starts a new campaigner; one more process observes. The
-// history must show no two terms at once (a killed leader's term ends when it is killed), terms
-// increasing in grant order, and the observer's events in (term, version) order, each term it saw
-// one that was granted.
-#include "common/child_process.hpp"
+// The ZooKeeper election across processes under SIGKILL (common/election_history.hpp): three
+// campaigners and an observer on the shared server, the leader killed every 3 s (its session
+// then lasts 2 s more, and nobody leads meanwhile).
+#include "common/election_history.hpp"
 #include "zk_test.hpp"
 #include <corolock/zookeeper.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/test/unit_test.hpp>
 
-#include <algorithm>
-#include <csignal>
-#include <cstdint>
-#include <map>
-#include <poll.h>
-#include <set>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <vector>
 
 // This file's names, kept apart from the other test files of a unity build (test/CMakeLists.txt).
 namespace zookeeper_zk_election_history {
 
 namespace asio = boost::asio;
+namespace history = corolock::test::election_history;
 using namespace std::chrono_literals;
-using asio::awaitable;
-using corolock::zk_election;
-using corolock::test::running_zk;
-using corolock::test::zk_test_config;
-using steady = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
-constexpr auto path = "/corolock/test/el/history";
-
-enum kind : std::int32_t { began = 1, ended = 2, observed = 3 };
-
-// One step as a process saw it; steady_clock is CLOCK_MONOTONIC, the same in every process.
-struct step {
-    std::int32_t what = 0;
-    std::int32_t pid = 0;
-    std::int64_t t_ns = 0;
-    std::uint64_t term = 0;
-    std::uint64_t version = 0;
-    std::int32_t flag = 0; // ended: valid at the end; observed: present | skipped << 1
-    std::int32_t pad = 0;
-};
-
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
-        .count();
-}
-
-void put(int fd, const step& s) {
-    (void)!::write(fd, &s, sizeof s);
-}
-
-awaitable<void> campaign_loop(int fd, std::string hosts, steady::time_point stop_at) {
+asio::awaitable<void> zk_child(std::string hosts, int fd, bool observer,
+                               history::steady::time_point stop_at) {
     auto ex = co_await asio::this_coro::executor;
-    running_zk c(ex, zk_test_config(hosts));
-    zk_election e(*c, path);
-    const auto pid = static_cast<std::int32_t>(::getpid());
-    while (steady::now() < stop_at) {
-        auto [ec, l] = co_await e.async_campaign_for(3s, std::to_string(pid), tuple);
-        if (ec || !l.valid())
-            continue;
-        put(fd, {began, pid, now_ns(), l.term().value(), 1, 0, 0});
-        co_await corolock::test::sleep_for(std::chrono::milliseconds(5 + pid % 20));
-        co_await l.async_proclaim("second", tuple);
-        co_await corolock::test::sleep_for(5ms);
-        const auto end = now_ns();
-        put(fd, {ended, pid, end, l.term().value(), l.version(), l.valid() ? 1 : 0, 0});
-        co_await l.async_resign(tuple);
-    }
-}
-
-awaitable<void> observe_loop(int fd, std::string hosts, steady::time_point stop_at) {
-    auto ex = co_await asio::this_coro::executor;
-    running_zk c(ex, zk_test_config(hosts));
-    zk_election e(*c, path);
-    auto obs = e.observe();
-    asio::steady_timer stop(ex, stop_at);
-    stop.async_wait([&](corolock::error_code) { obs = corolock::leader_observer{}; });
-    for (;;) {
-        auto [ec, ev] = co_await obs.async_next(tuple);
-        if (ec)
-            break;
-        put(fd, {observed, static_cast<std::int32_t>(::getpid()), now_ns(), ev.term.value(),
-                 ev.version, (ev.present ? 1 : 0) | (ev.skipped ? 2 : 0), 0});
-    }
-}
-
-// A forked child: waits at the gate, runs `body` until `stop_at`, exits without running the
-// parent's destructors.
-template <class Body>
-[[noreturn]] void child(corolock::test::start_gate& gate, int fd, const std::string& hosts,
-                        steady::time_point stop_at, Body body) {
-    gate.wait();
-    int status = 0;
-    {
-        asio::io_context ioc;
-        asio::co_spawn(ioc, body(fd, hosts, stop_at),
-                       [&](std::exception_ptr e) { status = e ? 3 : 0; });
-        ioc.run();
-    }
-    ::_exit(status);
+    corolock::test::running_zk c(ex, corolock::test::zk_test_config(hosts));
+    corolock::zk_election e(*c, "/corolock/test/el/history");
+    if (observer)
+        co_await history::observe(fd, e, stop_at);
+    else
+        co_await history::campaign(fd, e, stop_at);
 }
 
 } // namespace
@@ -121,124 +37,11 @@ BOOST_AUTO_TEST_SUITE(zk_election_history)
 
 BOOST_AUTO_TEST_CASE(three_campaigners_a_killed_leader_every_3_s_and_an_observer) {
     const auto hosts = corolock::test::shared_zk().connect_string();
-    const auto stop_at = steady::now() + 14s;
-    int fds[2];
-    BOOST_REQUIRE(::pipe(fds) == 0);
-    corolock::test::start_gate gate;
-    std::set<pid_t> campaigners;
-    pid_t observer = -1;
-    auto spawn = [&](bool observe) {
-        const pid_t pid = ::fork();
-        BOOST_REQUIRE(pid >= 0);
-        if (pid == 0) {
-            ::close(fds[0]);
-            if (observe)
-                child(gate, fds[1], hosts, stop_at, observe_loop);
-            child(gate, fds[1], hosts, stop_at, campaign_loop);
-        }
-        return pid;
-    };
-    observer = spawn(true);
-    for (int i = 0; i < 3; ++i)
-        campaigners.insert(spawn(false));
-    gate.open(4);
-
-    // Read the history as it comes; kill whoever leads every 3 s and start a new campaigner.
-    std::vector<step> history;
-    std::map<pid_t, std::uint64_t> leading; // began, not ended
-    int kills = 0;
-    auto next_kill = steady::now() + 3s;
-    while (steady::now() < stop_at + 1s) {
-        pollfd p{fds[0], POLLIN, 0};
-        if (::poll(&p, 1, 20) > 0) {
-            step s;
-            if (::read(fds[0], &s, sizeof s) == static_cast<ssize_t>(sizeof s)) {
-                history.push_back(s);
-                if (s.what == began)
-                    leading[s.pid] = s.term;
-                else if (s.what == ended)
-                    leading.erase(s.pid);
-            }
-        }
-        if (steady::now() >= next_kill && steady::now() < stop_at - 2s && !leading.empty()) {
-            const auto [pid, term] = *leading.begin();
-            ::kill(pid, SIGKILL);
-            // Its term ends here: a dead process writes nothing more.
-            history.push_back({ended, pid, now_ns(), term, 0, 1, 0});
-            leading.erase(pid);
-            ::waitpid(pid, nullptr, 0);
-            campaigners.erase(pid);
-            ++kills;
-            campaigners.insert(spawn(false));
-            gate.open(1);
-            next_kill = steady::now() + 3s;
-        }
-    }
-    ::close(fds[1]);
-    step s;
-    while (::read(fds[0], &s, sizeof s) == static_cast<ssize_t>(sizeof s))
-        history.push_back(s);
-    ::close(fds[0]);
-    std::vector<pid_t> all(campaigners.begin(), campaigners.end());
-    all.push_back(observer);
-    BOOST_TEST(corolock::test::reap_children(all) == 0u);
-
-    // Terms: each began with its end (a killed one's at its kill), in grant order.
-    struct term_span {
-        std::int64_t in = 0, out = 0;
-        std::uint64_t term = 0;
-        bool valid = true;
-    };
-    std::map<std::uint64_t, term_span> spans;
-    std::vector<step> seen;
-    for (const auto& h : history) {
-        if (h.what == began) {
-            spans[h.term].in = h.t_ns;
-            spans[h.term].term = h.term;
-        } else if (h.what == ended) {
-            auto& sp = spans[h.term];
-            if (sp.out == 0 || h.t_ns < sp.out)
-                sp.out = h.t_ns;
-            sp.valid = sp.valid && h.flag == 1;
-        } else {
-            seen.push_back(h);
-        }
-    }
-    std::vector<term_span> order;
-    for (const auto& [t, sp] : spans)
-        order.push_back(sp);
-    std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.in < b.in; });
-    int overlaps = 0, out_of_order = 0, unended = 0, invalid = 0;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-        unended += order[i].out == 0 && i + 1 < order.size() ? 1 : 0;
-        invalid += order[i].valid ? 0 : 1;
-        if (i == 0)
-            continue;
-        overlaps += order[i].in < order[i - 1].out ? 1 : 0;
-        out_of_order += order[i].term <= order[i - 1].term ? 1 : 0;
-    }
-    // The observer: (term, version) never goes back; every present term was granted.
-    int observer_back = 0, unknown_terms = 0, presents = 0;
-    std::pair<std::uint64_t, std::uint64_t> last{0, 0};
-    for (const auto& o : seen) {
-        const bool present = (o.flag & 1) != 0;
-        presents += present ? 1 : 0;
-        const std::pair<std::uint64_t, std::uint64_t> at{o.term, present ? o.version : ~0ull};
-        observer_back += at < last ? 1 : 0;
-        last = std::max(last, at);
-        unknown_terms += present && spans.count(o.term) == 0 ? 1 : 0;
-    }
-    BOOST_TEST_MESSAGE("terms " << order.size() << ", kills " << kills << ", observed "
-                                << seen.size());
-    BOOST_TEST(order.size() >= 50u);
-    BOOST_TEST(kills >= 3);
-    BOOST_TEST(overlaps == 0);
-    BOOST_TEST(out_of_order == 0);
-    BOOST_TEST(unended == 0);
-    BOOST_TEST(invalid == 0);
-    BOOST_TEST(observer_back == 0);
-    BOOST_TEST(unknown_terms == 0);
-    BOOST_TEST(presents >= 10);
+    history::run_and_check(
+        [&](int fd, bool observer, history::steady::time_point stop_at) {
+            return zk_child(hosts, fd, observer, stop_at);
+        },
+        14s, 3s, 50);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
