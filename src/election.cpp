@@ -72,14 +72,8 @@ void election::leader_impl(asio::any_completion_handler<void(error_code, leader_
                     detail::leader_view v;
                     if (!ec)
                         ec = detail::decode_leader_read(*resp, v);
-                    leader_info out;
-                    if (!ec) {
-                        out.present = v.present;
-                        out.term = fencing_token(lock_backend::redis, v.term);
-                        out.version = v.present ? v.version : 0;
-                        out.value = std::move(v.value);
-                    }
-                    deliver(std::move(h), core->io.executor(), ec, std::move(out));
+                    deliver(std::move(h), core->io.executor(), ec,
+                            ec ? leader_info{} : detail::info_of(v, lock_backend::redis));
                 });
 }
 
@@ -90,42 +84,27 @@ leader_observer election::observe() {
 // ---------------------------------------------------------------------------------------------
 // leadership
 
-leadership::~leadership() {
-    end_term();
-}
-
-leadership& leadership::operator=(leadership&& other) noexcept {
-    if (this != &other) {
-        end_term();
-        leadership_base::operator=(std::move(other));
-        core_ = std::move(other.core_);
-        other.version_ = 0;
-    }
-    return *this;
-}
-
-void leadership::end_term() noexcept {
-    if (!owns() || !core_)
-        return;
+void leadership::end_term(corolock::lease& l, const std::shared_ptr<detail::election_core>& core,
+                          std::uint64_t) noexcept {
     // Ended without a resign: tell the observers (owner-checked), and release the lock once that
     // is answered (the lease rides in the handler): a release that went first would leave the
     // script nothing to end, and observers would see the end only at the lease's expiry.
     // Nothing to do if that cannot even be sent (no memory): the lease is released here.
     try {
-        const std::string owner(lease_.owner_id());
-        auto held = std::make_shared<corolock::lease>(std::move(lease_));
-        const std::string_view keys[] = {core_->name, core_->record};
-        const auto rec = core_->record_ms();
-        const std::string_view args[] = {owner, rec, core_->publish_flag(), core_->channel};
-        core_->eval(detail::resign_script(), keys, args, std::make_shared<generic_response>(),
-                    [held](error_code) {});
+        const std::string owner(l.owner_id());
+        auto kept = std::make_shared<corolock::lease>(std::move(l));
+        const std::string_view keys[] = {core->name, core->record};
+        const auto rec = core->record_ms();
+        const std::string_view args[] = {owner, rec, core->publish_flag(), core->channel};
+        core->eval(detail::resign_script(), keys, args, std::make_shared<generic_response>(),
+                   [kept](error_code) {});
     } catch (...) {
     }
 }
 
 void leadership::proclaim_impl(std::string value,
                                asio::any_completion_handler<void(error_code)> h) {
-    if (!owns() || !core_)
+    if (!held())
         return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner));
     const auto& ex = core_->io.executor();
     if (!valid())
@@ -151,7 +130,7 @@ void leadership::proclaim_impl(std::string value,
 }
 
 void leadership::resign_impl(asio::any_completion_handler<void(error_code)> h) {
-    if (!owns() || !core_)
+    if (!held())
         return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner));
     auto core = std::move(core_);
     auto l = std::move(lease_);

@@ -46,28 +46,22 @@ struct election_options {
 /// Move-only. Destroying it ends the term (observers are told at once, owner-checked) and
 /// releases the lock.
 /// Thread safety: as `lease`: one coroutine at a time; the getters from any thread.
-class COROLOCK_DECL leadership : public leadership_base<leadership, corolock::lease> {
+class COROLOCK_DECL leadership
+    : public leadership_base<leadership, corolock::lease, detail::election_core> {
 public:
     /// An empty leadership (holds no term).
     leadership() noexcept = default;
-    /// Takes `other`'s term; `other` is left empty.
-    leadership(leadership&&) noexcept = default;
-    /// Ends the term this one held (as the destructor does), then takes `other`'s.
-    leadership& operator=(leadership&& other) noexcept;
-    ~leadership();
 
 private:
     friend struct detail::access;
-    friend class leadership_base<leadership, corolock::lease>;
+    friend class leadership_base<leadership, corolock::lease, detail::election_core>;
     leadership(corolock::lease l, std::shared_ptr<detail::election_core> core, std::string value)
-        : leadership_base(std::move(l), std::move(value)), core_(std::move(core)) {}
+        : leadership_base(std::move(l), std::move(core), std::move(value)) {}
     void proclaim_impl(std::string value, boost::asio::any_completion_handler<void(error_code)> h);
     void resign_impl(boost::asio::any_completion_handler<void(error_code)> h);
-    // Tells the observers that a held term ends (owner-checked, not waited for); the lease's
-    // own release follows when it goes.
-    void end_term() noexcept;
-
-    std::shared_ptr<detail::election_core> core_;
+    // Tells the observers that a held term ends (owner-checked), then releases `l`.
+    static void end_term(corolock::lease& l, const std::shared_ptr<detail::election_core>& core,
+                         std::uint64_t version) noexcept;
 };
 
 /// Leader election on one name (doc/election.md): campaigners wait for the term (woken by the

@@ -89,10 +89,15 @@ private:
 /// it. A won campaign: the term, held as the backend's lease (lost signal, `valid_until()`,
 /// fenced writes), whose token is the term. Move-only.
 ///
-/// `Derived` provides `proclaim_impl(std::string, any_completion_handler<void(error_code)>)`
-/// and `resign_impl(any_completion_handler<void(error_code)>)` (private, befriending this base).
+/// Destroying or assigning over a leadership that holds its term ends the term (observers are
+/// told, owner-checked or fenced) before its lock is released.
+///
+/// `Derived` provides `proclaim_impl(std::string, any_completion_handler<void(error_code)>)`,
+/// `resign_impl(any_completion_handler<void(error_code)>)` and `static void end_term(Lease&,
+/// const std::shared_ptr<Core>&, std::uint64_t version) noexcept` (private, befriending this
+/// base); `Core` is the election's shared state.
 /// Thread safety: as the lease: one coroutine at a time; the getters from any thread.
-template <class Derived, class Lease>
+template <class Derived, class Lease, class Core>
 class leadership_base {
 public:
     /// The lease that holds the term.
@@ -169,21 +174,42 @@ public:
 protected:
     /// Empty.
     leadership_base() noexcept = default;
-    /// Holds the term `l` with its first value (version 1).
-    leadership_base(Lease l, std::string value) noexcept
-        : lease_(std::move(l)), value_(std::move(value)), version_(1) {}
-    /// Moves the term; `other`'s lease is left empty.
+    /// Holds the term `l` of `core`'s election with its first value (version 1).
+    leadership_base(Lease l, std::shared_ptr<Core> core, std::string value) noexcept
+        : lease_(std::move(l)), core_(std::move(core)), value_(std::move(value)), version_(1) {}
+    /// Moves the term; `other` is left empty.
     leadership_base(leadership_base&&) noexcept = default;
-    /// Moves the term (what the derived class held is its to end first).
-    leadership_base& operator=(leadership_base&&) noexcept = default;
-    ~leadership_base() = default;
+    /// Ends the term this one held, then takes `other`'s; `other` is left empty.
+    leadership_base& operator=(leadership_base&& other) noexcept {
+        if (this != &other) {
+            end();
+            lease_ = std::move(other.lease_);
+            core_ = std::move(other.core_);
+            value_ = std::move(other.value_);
+            version_ = std::exchange(other.version_, 0);
+        }
+        return *this;
+    }
+    /// Ends the term it holds, if any.
+    ~leadership_base() { end(); }
+
+    /// Holds a term to act on: the lease and its election.
+    bool held() const noexcept { return lease_.owns() && core_; }
 
     /// The lease that holds the term (empty: no term).
     Lease lease_;
+    /// The election's shared state (empty: no term).
+    std::shared_ptr<Core> core_;
     /// The value last proclaimed.
     std::string value_;
     /// Its version (0: no term).
     std::uint64_t version_ = 0;
+
+private:
+    void end() noexcept {
+        if (held())
+            Derived::end_term(lease_, core_, version_);
+    }
 };
 
 /// What every backend's election shares, written once: `election` (Redis) and `zk_election`

@@ -4,6 +4,8 @@
 #define COROLOCK_SRC_CORE_DECIMAL_HPP
 
 #include <charconv>
+#include <chrono>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -22,6 +24,11 @@ inline std::string_view next_word(std::string_view& s) noexcept {
     const auto w = s.substr(0, sp);
     s = sp == std::string_view::npos ? std::string_view() : s.substr(sp + 1);
     return w;
+}
+
+// A duration as whole milliseconds, in decimal (for scripts' arguments and the log).
+inline std::string ms_text(std::chrono::steady_clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
 
 } // namespace corolock::detail

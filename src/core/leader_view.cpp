@@ -46,6 +46,15 @@ std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64
     return s;
 }
 
+leader_info info_of(const leader_view& v, lock_backend backend) {
+    leader_info i;
+    i.present = v.present;
+    i.term = fencing_token(backend, v.term);
+    i.version = v.present ? v.version : 0;
+    i.value = v.present ? v.value : std::string();
+    return i;
+}
+
 std::optional<leader_event> observe_core::on_view(const leader_view& v) {
     auto term = v.term;
     auto ended = v.ended;

@@ -37,6 +37,9 @@ struct leader_view {
 std::optional<leader_view> parse_leader_message(std::string_view payload);
 std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
                            std::string_view value);
+// What a leader read gives the caller: the view, its term tagged with `backend`.
+leader_info info_of(const leader_view& v, lock_backend backend);
+
 // An observer's state: the newest view delivered, and whether something may have been missed
 // since. Views are ordered by (term, version), a term's end after all its versions; an older
 // view than the one delivered (a read that raced a message) is dropped, and "no leader" after

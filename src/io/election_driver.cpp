@@ -6,12 +6,14 @@
 #include "io/election_driver.hpp"
 
 #include "core/access.hpp"
+#include "core/decimal.hpp"
 #include "core/election_core.hpp"
 #include "core/lock_scripts.hpp"
 #include "core/script_request.hpp"
 #include "io/deliver.hpp"
 #include "io/observer_state.hpp"
 #include "io/push_listener.hpp"
+#include "io/spawn_op.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -30,10 +32,6 @@ namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string ms_text(clock::duration d) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
-}
 
 // The same eval as an asynchronous operation that cancellation does not reach (an election
 // script's outcome must be known: a begin that ran is undone by a resign, which needs the reply).
@@ -124,20 +122,10 @@ void election_core::eval(const script& s, std::span<const std::string_view> keys
 
 void spawn_campaign(std::shared_ptr<election_core> core, clock::duration wait, std::string value,
                     asio::any_completion_handler<void(error_code, leadership)> h) {
-    auto slot = asio::get_associated_cancellation_slot(h);
-    auto work = tracked_work(handler_executor(h, core->io.executor()));
-    auto& strand = core->io.strand();
-    asio::co_spawn(strand, run_campaign(core, wait, std::move(value)),
-                   asio::bind_cancellation_slot(
-                       slot, asio::bind_executor(
-                                 strand, [core, h = std::move(h), work = std::move(work)](
-                                             std::exception_ptr ep, campaign_result r) mutable {
-                                     if (ep) // only an allocation can fail in there
-                                         r = {asio::error::no_memory, leadership{}};
-                                     deliver(std::move(h), core->io.executor(), std::get<0>(r),
-                                             std::move(std::get<1>(r)));
-                                     work = {};
-                                 })));
+    const auto strand = core->io.strand();
+    const auto ex = core->io.executor();
+    spawn_op<leadership>(strand, ex, run_campaign(std::move(core), wait, std::move(value)),
+                         std::move(h));
 }
 
 // ---------------------------------------------------------------------------------------------

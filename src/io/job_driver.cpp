@@ -5,9 +5,11 @@
 #include "io/job_driver.hpp"
 
 #include "core/access.hpp"
+#include "core/decimal.hpp"
 #include "core/job_core.hpp"
 #include "core/lock_scripts.hpp"
 #include "io/deliver.hpp"
+#include "io/spawn_op.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -24,10 +26,6 @@ namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string job_ms_text(clock::duration d) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
-}
 
 using begin_result = std::tuple<error_code, job_run>;
 
@@ -52,7 +50,7 @@ asio::awaitable<begin_result> run_begin(std::shared_ptr<job_core> c, std::uint64
     if (ec)
         co_return begin_result{ec, job_run{}};
     const auto text = std::to_string(slot);
-    const auto least = job_ms_text(c->opts.at_least_for);
+    const auto least = ms_text(c->opts.at_least_for);
     const auto rec = c->record_ms();
     const std::string_view keys[] = {c->name, c->record};
     const std::string_view args[] = {
@@ -101,25 +99,14 @@ job_core::job_core(lock_transport t, std::string n, job_options o,
 }
 
 std::string job_core::record_ms() const {
-    return job_ms_text(opts.record_retention);
+    return ms_text(opts.record_retention);
 }
 
 void spawn_job_begin(std::shared_ptr<job_core> core, std::uint64_t slot,
                      asio::any_completion_handler<void(error_code, job_run)> h) {
-    auto slot_ = asio::get_associated_cancellation_slot(h);
-    auto work = tracked_work(handler_executor(h, core->io.executor()));
-    auto& strand = core->io.strand();
-    asio::co_spawn(
-        strand, run_begin(core, slot),
-        asio::bind_cancellation_slot(
-            slot_, asio::bind_executor(strand, [core, h = std::move(h), work = std::move(work)](
-                                                   std::exception_ptr ep, begin_result r) mutable {
-                if (ep) // only an allocation can fail in there
-                    r = {asio::error::no_memory, job_run{}};
-                deliver(std::move(h), core->io.executor(), std::get<0>(r),
-                        std::move(std::get<1>(r)));
-                work = {};
-            })));
+    const auto strand = core->io.strand();
+    const auto ex = core->io.executor();
+    spawn_op<job_run>(strand, ex, run_begin(std::move(core), slot), std::move(h));
 }
 
 } // namespace corolock::detail

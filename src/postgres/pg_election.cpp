@@ -66,35 +66,20 @@ leader_observer pg_election::observe() {
 // ---------------------------------------------------------------------------------------------
 // pg_leadership
 
-pg_leadership::~pg_leadership() {
-    end_term();
-}
-
-pg_leadership& pg_leadership::operator=(pg_leadership&& other) noexcept {
-    if (this != &other) {
-        end_term();
-        leadership_base::operator=(std::move(other));
-        core_ = std::move(other.core_);
-        other.version_ = 0;
-    }
-    return *this;
-}
-
-void pg_leadership::end_term() noexcept {
-    if (!owns() || !core_)
-        return;
+void pg_leadership::end_term(pg_lease& l, const std::shared_ptr<detail::pg_election_core>& core,
+                             std::uint64_t) noexcept {
     // Ended without a resign: the row says so (fenced), and the lock is released once that is
     // answered (the lease rides in the handler). Nothing to do if that cannot even be sent.
     try {
-        auto held = std::make_shared<pg_lease>(std::move(lease_));
-        detail::end_pg_term(core_, *held, [held](error_code) {});
+        auto kept = std::make_shared<pg_lease>(std::move(l));
+        detail::end_pg_term(core, *kept, [kept](error_code) {});
     } catch (...) {
     }
 }
 
 void pg_leadership::proclaim_impl(std::string value,
                                   asio::any_completion_handler<void(error_code)> h) {
-    if (!owns() || !core_)
+    if (!held())
         return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner));
     const auto& ex = core_->conn.get_executor();
     if (!valid())
@@ -125,15 +110,15 @@ void pg_leadership::proclaim_impl(std::string value,
 }
 
 void pg_leadership::resign_impl(asio::any_completion_handler<void(error_code)> h) {
-    if (!owns() || !core_)
+    if (!held())
         return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner));
     auto core = std::move(core_);
-    auto held = std::make_shared<pg_lease>(std::move(lease_));
+    auto kept = std::make_shared<pg_lease>(std::move(lease_));
     value_.clear();
     version_ = 0;
     // The release follows the end's answer; its outcome is the call's.
-    detail::end_pg_term(core, *held, [core, held, h = std::move(h)](error_code) mutable {
-        held->async_release([core, h = std::move(h)](error_code ec) mutable {
+    detail::end_pg_term(core, *kept, [core, kept, h = std::move(h)](error_code) mutable {
+        kept->async_release([core, h = std::move(h)](error_code ec) mutable {
             deliver(std::move(h), core->conn.get_executor(), ec);
         });
     });

@@ -53,35 +53,20 @@ leader_observer zk_election::observe() {
 // ---------------------------------------------------------------------------------------------
 // zk_leadership
 
-zk_leadership::~zk_leadership() {
-    end_term();
-}
-
-zk_leadership& zk_leadership::operator=(zk_leadership&& other) noexcept {
-    if (this != &other) {
-        end_term();
-        leadership_base::operator=(std::move(other));
-        core_ = std::move(other.core_);
-        other.version_ = 0;
-    }
-    return *this;
-}
-
-void zk_leadership::end_term() noexcept {
-    if (!owns() || !core_)
-        return;
+void zk_leadership::end_term(zk_lease& l, const std::shared_ptr<detail::zk_election_core>& core,
+                             std::uint64_t version) noexcept {
     // Ended without a resign: the record says so (fenced), then the lease's own release follows
     // on the same session, in order. Nothing to do if that cannot even be sent (no memory).
     try {
-        const auto rec = detail::format_record({false, term().value(), version_, {}, {}});
-        lease_.async_fenced_write(core_->record, rec, [](error_code) {});
+        const auto rec = detail::format_record({false, l.token().value(), version, {}, {}});
+        l.async_fenced_write(core->record, rec, [](error_code) {});
     } catch (...) {
     }
 }
 
 void zk_leadership::proclaim_impl(std::string value,
                                   asio::any_completion_handler<void(error_code)> h) {
-    if (!owns() || !core_)
+    if (!held())
         return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner));
     const auto& ex = core_->session->executor();
     if (!valid())
@@ -102,7 +87,7 @@ void zk_leadership::proclaim_impl(std::string value,
 }
 
 void zk_leadership::resign_impl(asio::any_completion_handler<void(error_code)> h) {
-    if (!owns() || !core_)
+    if (!held())
         return deliver(std::move(h), asio::system_executor(), error_code(error::not_owner));
     auto core = std::move(core_);
     auto l = std::move(lease_);

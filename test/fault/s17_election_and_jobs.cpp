@@ -232,80 +232,74 @@ COROLOCK_FAULT_WORKER(s17_campaigner) {
     return ok ? 0 : 1;
 }
 
-// Runs the job `lock` over slots 1..N at least once; records each run as a section and each
-// completed slot as a `done` line. Args: worker, lock_port, res_port, lock, resource, history.
+// One slot of `j`, run once (run_once) with a fenced increment as its body: the run as a
+// section when this process ran it, its `began` line before the write and its `completing`
+// line before the done mark (what a killed runner leaves), and a `done` line once marked.
+asio::awaitable<void> run_slot(worker_io& io, corolock::job& j, std::uint64_t slot, int worker,
+                               const std::string& lock, const std::string& resource,
+                               history_writer& out) {
+    section s;
+    s.worker = worker;
+    s.coro = static_cast<int>(slot % 1000000);
+    s.lock = lock;
+    std::shared_ptr<std::int64_t> lost_at;
+    corolock::job_outcome o{};
+    try {
+        o = co_await corolock::run_once(j, slot, [&](corolock::lease& l) -> asio::awaitable<void> {
+            s.token = l.token().value();
+            s.enter_ns = monotonic_ns();
+            began(out, worker, s.token, s.enter_ns);
+            lost_at = watch_loss(io.ioc, l);
+            s.fenced = co_await fenced_increment(io.res, resource, l);
+            s.exit_ns = monotonic_ns();
+            // The body is done: the mark goes out next. A kill after this line may or may not
+            // have let the mark land.
+            record r{"completing", {}};
+            r.fields["w"] = std::to_string(worker);
+            r.fields["slot"] = std::to_string(slot);
+            out.write(r);
+        });
+    } catch (const boost::system::system_error& e) {
+        s.outcome = "error:" + e.code().message();
+    }
+    if (s.enter_ns == 0)
+        co_return; // not this process's run
+    if (s.outcome.empty())
+        s.outcome = (lost_at && *lost_at) ? "lost" : "ok";
+    s.release_ns = monotonic_ns();
+    s.lost_ns = lost_at ? *lost_at : 0;
+    out.write(s);
+    if (o == corolock::job_outcome::ran) {
+        record r{"done", {}};
+        r.fields["w"] = std::to_string(worker);
+        r.fields["slot"] = std::to_string(slot);
+        out.write(r);
+    }
+}
+
+// Runs the job `lock` at least once: over slots 1..N, or, with `period_ms`, on the server's
+// slots of that period until `ms` have passed (polling the server's slot every 5 ms and running
+// each new one). Its wall clock may be stepped meanwhile (wall_clock_shim): nothing it does may
+// depend on it. Args: worker, lock_port, res_port, lock, resource, history[, period_ms, ms].
 COROLOCK_FAULT_WORKER(s17_runner) {
     auto a = parse_args(args);
     worker_io io(static_cast<std::uint16_t>(std::stoi(a["lock_port"])),
                  static_cast<std::uint16_t>(std::stoi(a["res_port"])));
     history_writer out(a["history"]);
     const int worker = std::stoi(a["worker"]);
+    const bool server_slots = !a["period_ms"].empty();
+    const auto period = std::chrono::milliseconds(server_slots ? std::stoi(a["period_ms"]) : 0);
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(server_slots ? std::stoi(a["ms"]) : 0);
     const bool ok = io.run([&]() -> asio::awaitable<void> {
         corolock::job_options opts;
         opts.lock.lease = lease;
         corolock::job j(io.locks, a["lock"], opts);
-        for (std::uint64_t slot = 1; slot <= slots; ++slot) {
-            section s;
-            s.worker = worker;
-            s.coro = static_cast<int>(slot % 1000000);
-            s.lock = a["lock"];
-            std::shared_ptr<std::int64_t> lost_at;
-            corolock::job_outcome o{};
-            try {
-                o = co_await corolock::run_once(
-                    j, slot, [&](corolock::lease& l) -> asio::awaitable<void> {
-                        s.token = l.token().value();
-                        s.enter_ns = monotonic_ns();
-                        began(out, worker, s.token, s.enter_ns);
-                        lost_at = watch_loss(io.ioc, l);
-                        s.fenced = co_await fenced_increment(io.res, a["resource"], l);
-                        s.exit_ns = monotonic_ns();
-                        // The body is done: the mark goes out next. A kill after this line
-                        // may or may not have let the mark land.
-                        record r{"completing", {}};
-                        r.fields["w"] = std::to_string(worker);
-                        r.fields["slot"] = std::to_string(slot);
-                        out.write(r);
-                    });
-            } catch (const boost::system::system_error& e) {
-                s.outcome = "error:" + e.code().message();
-            }
-            if (s.enter_ns == 0)
-                continue; // not this process's run
-            if (s.outcome.empty())
-                s.outcome = (lost_at && *lost_at) ? "lost" : "ok";
-            s.release_ns = monotonic_ns();
-            s.lost_ns = lost_at ? *lost_at : 0;
-            out.write(s);
-            if (o == corolock::job_outcome::ran) {
-                record r{"done", {}};
-                r.fields["w"] = std::to_string(worker);
-                r.fields["slot"] = std::to_string(slot);
-                out.write(r);
-            }
+        if (!server_slots) {
+            for (std::uint64_t slot = 1; slot <= slots; ++slot)
+                co_await run_slot(io, j, slot, worker, a["lock"], a["resource"], out);
+            co_return;
         }
-    });
-    return ok ? 0 : 1;
-}
-
-// Runs the job `lock` on the server's slots of `period_ms` until `ms` have passed: polls the
-// server's slot every 5 ms and runs each new one once (at least once); records each run as a
-// section and each completed slot as a `done` line. Its wall clock may be stepped meanwhile
-// (wall_clock_shim): nothing it does may depend on it.
-// Args: worker, lock_port, res_port, lock, resource, history, ms, period_ms.
-COROLOCK_FAULT_WORKER(s17_slot_runner) {
-    auto a = parse_args(args);
-    worker_io io(static_cast<std::uint16_t>(std::stoi(a["lock_port"])),
-                 static_cast<std::uint16_t>(std::stoi(a["res_port"])));
-    history_writer out(a["history"]);
-    const int worker = std::stoi(a["worker"]);
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(a["ms"]));
-    const auto period = std::chrono::milliseconds(std::stoi(a["period_ms"]));
-    const bool ok = io.run([&]() -> asio::awaitable<void> {
-        corolock::job_options opts;
-        opts.lock.lease = lease;
-        corolock::job j(io.locks, a["lock"], opts);
         std::uint64_t last = 0;
         while (std::chrono::steady_clock::now() < until) {
             auto [sec, slot] =
@@ -316,37 +310,7 @@ COROLOCK_FAULT_WORKER(s17_slot_runner) {
                 continue;
             }
             last = slot;
-            section s;
-            s.worker = worker;
-            s.coro = static_cast<int>(slot % 1000000);
-            s.lock = a["lock"];
-            std::shared_ptr<std::int64_t> lost_at;
-            corolock::job_outcome o{};
-            try {
-                o = co_await corolock::run_once(
-                    j, slot, [&](corolock::lease& l) -> asio::awaitable<void> {
-                        s.token = l.token().value();
-                        s.enter_ns = monotonic_ns();
-                        lost_at = watch_loss(io.ioc, l);
-                        s.fenced = co_await fenced_increment(io.res, a["resource"], l);
-                        s.exit_ns = monotonic_ns();
-                    });
-            } catch (const boost::system::system_error& e) {
-                s.outcome = "error:" + e.code().message();
-            }
-            if (s.enter_ns == 0)
-                continue; // not this process's run
-            if (s.outcome.empty())
-                s.outcome = (lost_at && *lost_at) ? "lost" : "ok";
-            s.release_ns = monotonic_ns();
-            s.lost_ns = lost_at ? *lost_at : 0;
-            out.write(s);
-            if (o == corolock::job_outcome::ran) {
-                record r{"done", {}};
-                r.fields["w"] = std::to_string(worker);
-                r.fields["slot"] = std::to_string(slot);
-                out.write(r);
-            }
+            co_await run_slot(io, j, slot, worker, a["lock"], a["resource"], out);
         }
     });
     return ok ? 0 : 1;
@@ -542,7 +506,7 @@ BOOST_AUTO_TEST_CASE(stepped_client_clocks_run_every_server_slot_once, *utf::tim
     for (int id = 0; id < 3; ++id) {
         clocks.push_back(std::make_unique<wall_clock_offset>());
         runners.push_back(std::make_unique<worker_process>(
-            "s17_slot_runner",
+            "s17_runner",
             std::vector<std::string>{
                 "worker=" + std::to_string(id), "lock_port=" + std::to_string(locks.port()),
                 "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),

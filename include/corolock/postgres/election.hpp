@@ -43,26 +43,21 @@ struct pg_election_options {
 /// Move-only. Destroying it ends the term (observers are told, fenced by the lease) and then
 /// releases the lock.
 /// Thread safety: as `pg_lease`: one coroutine at a time; the getters from any thread.
-class COROLOCK_DECL pg_leadership : public leadership_base<pg_leadership, pg_lease> {
+class COROLOCK_DECL pg_leadership
+    : public leadership_base<pg_leadership, pg_lease, detail::pg_election_core> {
 public:
     /// An empty leadership (holds no term).
     pg_leadership() noexcept = default;
-    /// Takes `other`'s term; `other` is left empty.
-    pg_leadership(pg_leadership&&) noexcept = default;
-    /// Ends the term this one held (as the destructor does), then takes `other`'s.
-    pg_leadership& operator=(pg_leadership&& other) noexcept;
-    ~pg_leadership();
 
 private:
     friend struct detail::access;
-    friend class leadership_base<pg_leadership, pg_lease>;
+    friend class leadership_base<pg_leadership, pg_lease, detail::pg_election_core>;
     pg_leadership(pg_lease l, std::shared_ptr<detail::pg_election_core> core, std::string value)
-        : leadership_base(std::move(l), std::move(value)), core_(std::move(core)) {}
+        : leadership_base(std::move(l), std::move(core), std::move(value)) {}
     void proclaim_impl(std::string value, boost::asio::any_completion_handler<void(error_code)> h);
     void resign_impl(boost::asio::any_completion_handler<void(error_code)> h);
-    void end_term() noexcept;
-
-    std::shared_ptr<detail::pg_election_core> core_;
+    static void end_term(pg_lease& l, const std::shared_ptr<detail::pg_election_core>& core,
+                         std::uint64_t version) noexcept;
 };
 
 /// Leader election on one name over PostgreSQL (doc/election.md): campaigners wait on a

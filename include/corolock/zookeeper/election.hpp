@@ -36,26 +36,21 @@ struct zk_election_options {
 /// Destroying it ends the term (the record says so first, then the node goes, on the same
 /// session) and releases the lock.
 /// Thread safety: as `zk_lease`: one coroutine at a time; the getters from any thread.
-class COROLOCK_DECL zk_leadership : public leadership_base<zk_leadership, zk_lease> {
+class COROLOCK_DECL zk_leadership
+    : public leadership_base<zk_leadership, zk_lease, detail::zk_election_core> {
 public:
     /// An empty leadership (holds no term).
     zk_leadership() noexcept = default;
-    /// Takes `other`'s term; `other` is left empty.
-    zk_leadership(zk_leadership&&) noexcept = default;
-    /// Ends the term this one held (as the destructor does), then takes `other`'s.
-    zk_leadership& operator=(zk_leadership&& other) noexcept;
-    ~zk_leadership();
 
 private:
     friend struct detail::access;
-    friend class leadership_base<zk_leadership, zk_lease>;
+    friend class leadership_base<zk_leadership, zk_lease, detail::zk_election_core>;
     zk_leadership(zk_lease l, std::shared_ptr<detail::zk_election_core> core, std::string value)
-        : leadership_base(std::move(l), std::move(value)), core_(std::move(core)) {}
+        : leadership_base(std::move(l), std::move(core), std::move(value)) {}
     void proclaim_impl(std::string value, boost::asio::any_completion_handler<void(error_code)> h);
     void resign_impl(boost::asio::any_completion_handler<void(error_code)> h);
-    void end_term() noexcept;
-
-    std::shared_ptr<detail::zk_election_core> core_;
+    static void end_term(zk_lease& l, const std::shared_ptr<detail::zk_election_core>& core,
+                         std::uint64_t version) noexcept;
 };
 
 /// Leader election on one ZooKeeper path (doc/election.md): campaigners are `zk_mutex`

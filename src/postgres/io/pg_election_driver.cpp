@@ -6,7 +6,9 @@
 #include "postgres/io/pg_election_driver.hpp"
 
 #include "core/access.hpp"
+#include "core/decimal.hpp"
 #include "io/deliver.hpp"
+#include "io/spawn_op.hpp"
 #include "postgres/core/pg_election_sql.hpp"
 #include "postgres/core/pg_lock_sql.hpp"
 #include "postgres/io/pg_connection_impl.hpp"
@@ -31,10 +33,6 @@ using clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string ms_text(clock::duration d) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
-}
-
 void log(const pg_election_core& c, logger::level l, const std::string& msg) {
     const auto& lg = access::impl(c.conn).log();
     if (lg.enabled(l))
@@ -50,15 +48,6 @@ bool row_of(const pg_result& r, std::optional<sql::record_cells>& out) {
         return false;
     out = sql::record_cells{r.get(0, 0), r.get(0, 1), r.get(0, 2), r.get(0, 3), r.get(0, 4)};
     return true;
-}
-
-leader_info info_of(const leader_view& v) {
-    leader_info i;
-    i.present = v.present;
-    i.term = fencing_token(lock_backend::postgres, v.term);
-    i.version = v.present ? v.version : 0;
-    i.value = v.value;
-    return i;
 }
 
 using campaign_result = std::tuple<error_code, pg_leadership>;
@@ -228,20 +217,10 @@ pg_election_core::pg_election_core(pg_connection& c, std::string n, pg_election_
 void spawn_pg_campaign(std::shared_ptr<pg_election_core> core, clock::duration wait,
                        std::string value,
                        asio::any_completion_handler<void(error_code, pg_leadership)> h) {
-    auto slot = asio::get_associated_cancellation_slot(h);
-    auto work = tracked_work(handler_executor(h, core->conn.get_executor()));
     const auto strand = core->strand;
-    asio::co_spawn(strand, run_campaign(core, wait, std::move(value)),
-                   asio::bind_cancellation_slot(
-                       slot, asio::bind_executor(
-                                 strand, [core, h = std::move(h), work = std::move(work)](
-                                             std::exception_ptr ep, campaign_result r) mutable {
-                                     if (ep) // only an allocation can fail in there
-                                         r = {asio::error::no_memory, pg_leadership{}};
-                                     deliver(std::move(h), core->conn.get_executor(),
-                                             std::get<0>(r), std::move(std::get<1>(r)));
-                                     work = {};
-                                 })));
+    const auto ex = core->conn.get_executor();
+    spawn_op<pg_leadership>(strand, ex, run_campaign(std::move(core), wait, std::move(value)),
+                            std::move(h));
 }
 
 void read_pg_leader(std::shared_ptr<pg_election_core> core,
@@ -255,7 +234,8 @@ void read_pg_leader(std::shared_ptr<pg_election_core> core,
         leader_view v;
         if (!ec && !(row_of(*r, row) && sql::decode_read(row, v)))
             ec = error::unexpected_reply;
-        deliver(std::move(h), core->conn.get_executor(), ec, ec ? leader_info{} : info_of(v));
+        deliver(std::move(h), core->conn.get_executor(), ec,
+                ec ? leader_info{} : info_of(v, lock_backend::postgres));
     });
 }
 

@@ -6,7 +6,9 @@
 #include "zookeeper/io/zk_election_driver.hpp"
 
 #include "core/access.hpp"
+#include "core/decimal.hpp"
 #include "io/deliver.hpp"
+#include "io/spawn_op.hpp"
 #include "zookeeper/core/zk_lock_recipe.hpp"
 #include "zookeeper/io/zk_session.hpp"
 
@@ -28,10 +30,6 @@ namespace asio = boost::asio;
 using clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string ms_text(clock::duration d) {
-    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
-}
 
 // A get on the session's strand as an asynchronous operation (a coroutine on the strand awaits
 // it; the reply comes on the strand).
@@ -56,15 +54,6 @@ error_code decode_read(const zk_reply& r, std::optional<zk_record>& out) {
         return zk_error(r.rc);
     out = parse_record(r.data);
     return out ? error_code() : error_code(error::unexpected_reply);
-}
-
-leader_info info_of(const leader_view& v) {
-    leader_info i;
-    i.present = v.present;
-    i.term = fencing_token(lock_backend::zookeeper, v.term);
-    i.version = v.present ? v.version : 0;
-    i.value = v.value;
-    return i;
 }
 
 using campaign_result = std::tuple<error_code, zk_leadership>;
@@ -272,20 +261,10 @@ zk_election_core::zk_election_core(zk_connection& conn, std::shared_ptr<zk_sessi
 void spawn_zk_campaign(std::shared_ptr<zk_election_core> core, clock::duration wait,
                        std::string value,
                        asio::any_completion_handler<void(error_code, zk_leadership)> h) {
-    auto slot = asio::get_associated_cancellation_slot(h);
-    auto work = tracked_work(handler_executor(h, core->session->executor()));
-    const auto& strand = core->session->strand();
-    asio::co_spawn(strand, run_campaign(core, wait, std::move(value)),
-                   asio::bind_cancellation_slot(
-                       slot, asio::bind_executor(
-                                 strand, [core, h = std::move(h), work = std::move(work)](
-                                             std::exception_ptr ep, campaign_result r) mutable {
-                                     if (ep) // only an allocation can fail in there
-                                         r = {asio::error::no_memory, zk_leadership{}};
-                                     deliver(std::move(h), core->session->executor(),
-                                             std::get<0>(r), std::move(std::get<1>(r)));
-                                     work = {};
-                                 })));
+    const auto strand = core->session->strand();
+    const auto ex = core->session->executor();
+    spawn_op<zk_leadership>(strand, ex, run_campaign(std::move(core), wait, std::move(value)),
+                            std::move(h));
 }
 
 void read_zk_leader(std::shared_ptr<zk_election_core> core,
@@ -295,7 +274,8 @@ void read_zk_leader(std::shared_ptr<zk_election_core> core,
                        leader_info{});
     auto done = std::make_shared<decltype(h)>(std::move(h));
     auto finish = [core, done](error_code ec, const leader_view& v) {
-        deliver(std::move(*done), core->session->executor(), ec, ec ? leader_info{} : info_of(v));
+        deliver(std::move(*done), core->session->executor(), ec,
+                ec ? leader_info{} : info_of(v, lock_backend::zookeeper));
     };
     asio::post(core->session->strand(), [core, finish] {
         core->session->get(core->record, [core, finish](zk_reply r) {
