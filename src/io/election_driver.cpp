@@ -85,16 +85,9 @@ asio::awaitable<campaign_result> run_campaign(std::shared_ptr<election_core> c,
         if (r == begin_reply::begun)
             co_return campaign_result{
                 error_code{}, access::construct<leadership>(std::move(l), c, std::move(value))};
-        c->io.log().log(logger::level::info,
-                        "election " + c->name +
-                            ": the last leader was lost, not resigned; waiting the lock-delay (" +
-                            ms_text(c->opts.lock_delay) + " ms) before the term begins");
-        asio::steady_timer t(co_await asio::this_coro::executor, c->opts.lock_delay);
-        auto [tec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-        if (tec)
-            co_return campaign_result{asio::error::operation_aborted, leadership{}};
-        if (!l.valid())
-            co_return campaign_result{error::lease_lost, leadership{}};
+        c->io.log().log(logger::level::info, lock_delay_text(c->name, c->opts.lock_delay));
+        if (auto dec = co_await wait_lock_delay(c->opts.lock_delay, l))
+            co_return campaign_result{dec, leadership{}};
         check_delay = false;
     }
 }

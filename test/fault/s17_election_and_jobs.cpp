@@ -148,6 +148,21 @@ void check_election_history(const std::string& scenario, const std::string& text
         report_failure(scenario, seed, faults, history);
 }
 
+// A campaigner worker's arguments (s17_campaigner): worker `id` on `lock` through the lock
+// server at `lock_port`, writing to `res`, for `ms`.
+std::vector<std::string> campaigner_args(int id, std::uint16_t lock_port,
+                                         const fenced_resource& res, const std::string& lock,
+                                         const temp_dir& dir, std::uint64_t seed, int ms) {
+    return {"worker=" + std::to_string(id),
+            "lock_port=" + std::to_string(lock_port),
+            "res_port=" + std::to_string(res.port()),
+            "lock=" + lock,
+            "resource=" + res.name(),
+            "history=" + dir.file("w" + std::to_string(id)),
+            "seed=" + std::to_string(seed + static_cast<std::uint64_t>(id)),
+            "ms=" + std::to_string(ms)};
+}
+
 } // namespace
 
 // Campaigns for `lock` until `ms` have passed, leading 5-40 ms each term; records each term as
@@ -332,12 +347,7 @@ BOOST_AUTO_TEST_CASE(leaders_killed_never_overlap_and_terms_grow, *utf::timeout(
     auto start = [&](int ms) {
         const int id = next_id++;
         workers.push_back(std::make_unique<worker_process>(
-            "s17_campaigner",
-            std::vector<std::string>{
-                "worker=" + std::to_string(id), "lock_port=" + std::to_string(locks.port()),
-                "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),
-                "history=" + dir.file("w" + std::to_string(id)),
-                "seed=" + std::to_string(seed + id), "ms=" + std::to_string(ms)}));
+            "s17_campaigner", campaigner_args(id, locks.port(), res, lock, dir, seed, ms)));
     };
     for (int i = 0; i < 3; ++i)
         start(9000);
@@ -378,12 +388,7 @@ BOOST_AUTO_TEST_CASE(redis_restarts_end_terms_reported_and_fenced, *utf::timeout
     for (int id = 0; id < 3; ++id) {
         clocks.push_back(std::make_unique<wall_clock_offset>());
         workers.push_back(std::make_unique<worker_process>(
-            "s17_campaigner",
-            std::vector<std::string>{
-                "worker=" + std::to_string(id), "lock_port=" + std::to_string(locks.port()),
-                "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),
-                "history=" + dir.file("w" + std::to_string(id)),
-                "seed=" + std::to_string(seed + id), "ms=7000"},
+            "s17_campaigner", campaigner_args(id, locks.port(), res, lock, dir, seed, 7000),
             clocks.back()->env()));
     }
     for (int k = 0; k < 2; ++k) {
@@ -568,13 +573,11 @@ BOOST_AUTO_TEST_CASE(a_sentinel_failover_keeps_terms_apart, *utf::timeout(120)) 
         sentinels += (sentinels.empty() ? "" : ",") + addr.port;
     std::vector<std::unique_ptr<worker_process>> workers;
     for (int id = 0; id < 3; ++id)
-        workers.push_back(std::make_unique<worker_process>(
-            "s17_campaigner",
-            std::vector<std::string>{
-                "worker=" + std::to_string(id), "lock_port=" + std::to_string(set.node(0).port()),
-                "res_port=" + std::to_string(res.port()), "lock=" + lock, "resource=" + res.name(),
-                "history=" + dir.file("w" + std::to_string(id)),
-                "seed=" + std::to_string(seed + id), "ms=8000", "sentinels=" + sentinels}));
+        workers.push_back(std::make_unique<worker_process>("s17_campaigner", [&] {
+            auto args = campaigner_args(id, set.node(0).port(), res, lock, dir, seed, 8000);
+            args.push_back("sentinels=" + sentinels);
+            return args;
+        }()));
     std::this_thread::sleep_for(2500ms);
     const auto reply = set.sentinel(1).command({"SENTINEL", "FAILOVER", "m1"});
     BOOST_TEST(reply == "+OK\r\n", reply);
@@ -613,12 +616,7 @@ BOOST_AUTO_TEST_CASE(a_partitioned_leader_is_told_before_the_next_term, *utf::ti
         proxies.push_back(std::make_unique<corolock::test::fault_proxy>(locks.port()));
         workers.push_back(std::make_unique<worker_process>(
             "s17_campaigner",
-            std::vector<std::string>{"worker=" + std::to_string(id),
-                                     "lock_port=" + std::to_string(proxies.back()->port()),
-                                     "res_port=" + std::to_string(res.port()), "lock=" + lock,
-                                     "resource=" + res.name(),
-                                     "history=" + dir.file("w" + std::to_string(id)),
-                                     "seed=" + std::to_string(seed + id), "ms=9000"}));
+            campaigner_args(id, proxies.back()->port(), res, lock, dir, seed, 9000)));
     }
     int cuts = 0;
     for (int k = 0; k < 2; ++k) {

@@ -75,15 +75,11 @@ asio::awaitable<campaign_result> run_campaign(std::shared_ptr<pg_election_core> 
         if (rec)
             co_return campaign_result{rec, pg_leadership{}};
         if (sql::must_delay(row, l.token().value())) {
-            log(*c, logger::level::info,
-                "the last leader was lost, not resigned; waiting the lock-delay (" +
-                    ms_text(c->opts.lock_delay) + " ms) before the term begins");
-            asio::steady_timer t(co_await asio::this_coro::executor, c->opts.lock_delay);
-            auto [tec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (tec)
-                co_return campaign_result{asio::error::operation_aborted, pg_leadership{}};
-            if (!l.valid())
-                co_return campaign_result{error::lease_lost, pg_leadership{}};
+            const auto& lg = access::impl(c->conn).log();
+            if (lg.enabled(logger::level::info))
+                lg.log(logger::level::info, lock_delay_text(c->name, c->opts.lock_delay));
+            if (auto dec = co_await wait_lock_delay(c->opts.lock_delay, l))
+                co_return campaign_result{dec, pg_leadership{}};
         }
     }
     pg_result r;

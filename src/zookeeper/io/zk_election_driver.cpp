@@ -76,17 +76,9 @@ asio::awaitable<campaign_result> run_campaign(std::shared_ptr<zk_election_core> 
         if (auto rec = decode_read(r, last))
             co_return campaign_result{rec, zk_leadership{}};
         if (begin_step(last, term, true) == zk_begin::delay) {
-            c->session->log(logger::level::info,
-                            "election " + c->path +
-                                ": the last leader was lost, not resigned; waiting the "
-                                "lock-delay (" +
-                                ms_text(c->opts.lock_delay) + " ms) before the term begins");
-            asio::steady_timer t(co_await asio::this_coro::executor, c->opts.lock_delay);
-            auto [tec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-            if (tec)
-                co_return campaign_result{asio::error::operation_aborted, zk_leadership{}};
-            if (!l.valid())
-                co_return campaign_result{error::lease_lost, zk_leadership{}};
+            c->session->log(logger::level::info, lock_delay_text(c->path, c->opts.lock_delay));
+            if (auto dec = co_await wait_lock_delay(c->opts.lock_delay, l))
+                co_return campaign_result{dec, zk_leadership{}};
         }
     }
     const auto begun = format_record({true, term, 1, l.name(), value});
