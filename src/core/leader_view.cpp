@@ -3,6 +3,7 @@
 
 #include "core/decimal.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -44,6 +45,14 @@ std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64
                     std::to_string(ttl_ms) + ' ';
     s.append(value);
     return s;
+}
+
+std::chrono::steady_clock::duration next_read_in(const leader_view& v,
+                                                 std::chrono::steady_clock::duration poll) {
+    if (v.present && v.ttl_ms >= 0)
+        return std::min<std::chrono::steady_clock::duration>(
+            poll, std::chrono::milliseconds(v.ttl_ms + 1));
+    return poll;
 }
 
 leader_info info_of(const leader_view& v, lock_backend backend) {

@@ -37,6 +37,13 @@ struct leader_view {
 std::optional<leader_view> parse_leader_message(std::string_view payload);
 std::string leader_message(std::uint64_t term, std::uint64_t version, std::int64_t ttl_ms,
                            std::string_view value);
+// When an observer reads next, as a delay from the view it just took: when the leader's lock
+// would expire unless renewed (it is then read again, and the time pushed on; a dead leader's
+// end is seen so), and at the latest after `poll` (duration::max(): no polling; a follower
+// without news on a channel polls).
+std::chrono::steady_clock::duration next_read_in(const leader_view& v,
+                                                 std::chrono::steady_clock::duration poll);
+
 // What a leader read gives the caller: the view, its term tagged with `backend`.
 leader_info info_of(const leader_view& v, lock_backend backend);
 

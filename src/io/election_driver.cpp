@@ -172,14 +172,10 @@ struct redis_observer final : observer_state, push_listener {
 
     void take(const leader_view& v) {
         take_view(v);
-        // The next read: when this leader's lock would expire unless renewed (it is then read
-        // again, and the time pushed on), or every retry_max without a subscription.
-        auto at = clock::time_point::max();
-        if (v.present && v.ttl_ms >= 0)
-            at = clock::now() + std::chrono::milliseconds(v.ttl_ms + 1);
-        if (!subscribed)
-            at = std::min(at, clock::now() + core->opts.lock.retry_max);
-        arm(at);
+        // Without a subscription, reads are the only news: every retry_max.
+        const auto in =
+            next_read_in(v, subscribed ? clock::duration::max() : core->opts.lock.retry_max);
+        arm(in == clock::duration::max() ? clock::time_point::max() : clock::now() + in);
     }
 
     void arm(clock::time_point at) {

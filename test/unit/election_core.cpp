@@ -215,6 +215,24 @@ BOOST_AUTO_TEST_CASE(a_gap_marks_the_next_change_skipped) {
     BOOST_TEST(g->skipped);
 }
 
+BOOST_AUTO_TEST_CASE(the_next_read_is_at_the_leaders_expiry_or_the_poll) {
+    using namespace std::chrono_literals;
+    using corolock::detail::next_read_in;
+    leader_view present;
+    present.present = true;
+    present.term = 5;
+    present.version = 1;
+    present.ttl_ms = 700;
+    const auto never = std::chrono::steady_clock::duration::max();
+    BOOST_TEST((next_read_in(present, never) == 701ms));
+    BOOST_TEST((next_read_in(present, 200ms) == 200ms));
+    present.ttl_ms = -1; // a message without the TTL (PostgreSQL): the poll only
+    BOOST_TEST((next_read_in(present, 2s) == 2s));
+    leader_view none;
+    BOOST_TEST((next_read_in(none, never) == never));
+    BOOST_TEST((next_read_in(none, 2s) == 2s));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 } // namespace unit_election_core

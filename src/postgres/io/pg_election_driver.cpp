@@ -146,10 +146,8 @@ struct pg_observer final : observer_state {
 
     void take(const leader_view& v) {
         take_view(v);
-        auto at = clock::now() + core->opts.lock.retry_max;
-        if (v.present && v.ttl_ms >= 0)
-            at = std::min(at, clock::now() + std::chrono::milliseconds(v.ttl_ms + 1));
-        timer.expires_at(at);
+        // Notifications sent while the connection was down are lost: every retry_max too.
+        timer.expires_after(next_read_in(v, core->opts.lock.retry_max));
         timer.async_wait([w = weak()](error_code ec) {
             if (auto s = w.lock(); s && !ec)
                 s->read();
