@@ -45,7 +45,7 @@ struct election_options {
 /// watchdog, fenced writes with `lease().async_fenced_eval`, whose token is the term).
 /// Move-only. Destroying it ends the term (observers are told at once, owner-checked) and
 /// releases the lock.
-/// Thread safety: as `lease`: one coroutine at a time; the getters from any thread.
+/// Thread safety: as `leadership_base`.
 class COROLOCK_DECL leadership
     : public leadership_base<leadership, corolock::lease, detail::election_core> {
 public:

@@ -85,9 +85,9 @@ private:
     std::shared_ptr<detail::observer_state> state_;
 };
 
-/// What every leadership is, written once: `leadership` (Redis) and `zk_leadership` derive from
-/// it. A won campaign: the term, held as the backend's lease (lost signal, `valid_until()`,
-/// fenced writes), whose token is the term. Move-only.
+/// What every leadership is, written once: `leadership` (Redis), `zk_leadership` and
+/// `pg_leadership` derive from it. A won campaign: the term, held as the backend's lease (lost
+/// signal, `valid_until()`, fenced writes), whose token is the term. Move-only.
 ///
 /// Destroying or assigning over a leadership that holds its term ends the term (observers are
 /// told, owner-checked or fenced) before its lock is released.
@@ -96,7 +96,9 @@ private:
 /// `resign_impl(any_completion_handler<void(error_code)>)` and `static void end_term(Lease&,
 /// const std::shared_ptr<Core>&, std::uint64_t version) noexcept` (private, befriending this
 /// base); `Core` is the election's shared state.
-/// Thread safety: as the lease: one coroutine at a time; the getters from any thread.
+/// Thread safety: as the lease: one coroutine at a time; `owns`, `valid`, `lost`, `valid_until`
+/// and `term` from any thread; `value` and `version` from the coroutine that uses it (a
+/// proclamation sets them).
 template <class Derived, class Lease, class Core>
 class leadership_base {
 public:
@@ -178,7 +180,9 @@ protected:
     leadership_base(Lease l, std::shared_ptr<Core> core, std::string value) noexcept
         : lease_(std::move(l)), core_(std::move(core)), value_(std::move(value)), version_(1) {}
     /// Moves the term; `other` is left empty.
-    leadership_base(leadership_base&&) noexcept = default;
+    leadership_base(leadership_base&& other) noexcept
+        : lease_(std::move(other.lease_)), core_(std::move(other.core_)),
+          value_(std::move(other.value_)), version_(std::exchange(other.version_, 0)) {}
     /// Ends the term this one held, then takes `other`'s; `other` is left empty.
     leadership_base& operator=(leadership_base&& other) noexcept {
         if (this != &other) {
@@ -212,10 +216,11 @@ private:
     }
 };
 
-/// What every backend's election shares, written once: `election` (Redis) and `zk_election`
-/// derive from it. The campaign family and the leader read; `Leadership` is what a won campaign
-/// gives (`leadership`, `zk_leadership`). What is the backend's own (its keys or nodes, what a
-/// lost leader is) is in the derived class's paragraph, which the sections below refer to.
+/// What every backend's election shares, written once: `election` (Redis), `zk_election` and
+/// `pg_election` derive from it. The campaign family and the leader read; `Leadership` is what a
+/// won campaign gives (`leadership`, `zk_leadership`, `pg_leadership`). What is the backend's own
+/// (its keys or nodes, what a lost leader is) is in the derived class's paragraph, which the
+/// sections below refer to.
 ///
 /// `Derived` provides `campaign_impl(steady_clock::duration, std::string, handler)` and
 /// `leader_impl(handler)` (private, befriending this base).
@@ -231,7 +236,8 @@ public:
     /// first, holding the lock.
     ///
     /// Completion signature: `void(error_code, Leadership)`.
-    /// Object lifetimes: the election may be destroyed meanwhile (`operation_aborted`).
+    /// Object lifetimes: the election may be destroyed meanwhile: a campaign still waiting for
+    /// the lock completes with `operation_aborted`, one past it completes as it would have.
     /// Executor: the token's associated executor, else the connection's; never inline.
     /// Cancellation: terminal, partial and total: the lock, if it was granted, is released.
     /// Errors: as the backend's mutex's `async_acquire`; `invalid_argument` (lock_delay out of

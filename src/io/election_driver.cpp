@@ -75,9 +75,12 @@ asio::awaitable<campaign_result> run_campaign(std::shared_ptr<election_core> c,
         if (ec) {
             // Unknown outcome: the term may have begun. End it (owner-checked), then release.
             const std::string_view rkeys[] = {c->name, c->record};
-            const std::string_view rargs[] = {l.owner_id(), rec, c->publish_flag(), c->channel};
+            // The lease rides in the handler: released once the end is answered (a release
+            // that went first would leave the end nothing to end).
+            const std::string owner(l.owner_id());
+            const std::string_view rargs[] = {owner, rec, c->publish_flag(), c->channel};
             c->eval(resign_script(), rkeys, rargs, std::make_shared<generic_response>(),
-                    [](error_code) {});
+                    [kept = std::make_shared<corolock::lease>(std::move(l))](error_code) {});
             co_return campaign_result{ec, leadership{}};
         }
         if (r == begin_reply::lost)
@@ -137,7 +140,8 @@ struct redis_observer final : observer_state, push_listener {
     asio::steady_timer timer; // the next read: a leader's expiry, or a retry
     bool reading = false;
     bool read_again = false;
-    bool subscribed = true; // false: the channel was refused, reads are the only news
+    bool subscribed = true;     // false: the channel was refused, reads are the only news
+    std::uint64_t messages = 0; // taken so far: a read that raced one may be older than it
     clock::duration retry = clock::duration::zero();
 
     std::weak_ptr<redis_observer> weak() {
@@ -152,8 +156,10 @@ struct redis_observer final : observer_state, push_listener {
     }
 
     void on_message(std::string_view, std::string_view payload) override {
-        if (auto v = parse_leader_message(payload))
+        if (auto v = parse_leader_message(payload)) {
+            ++messages;
             take(*v);
+        }
     }
     void on_reconnect() override {
         fsm.on_gap();
@@ -198,25 +204,31 @@ struct redis_observer final : observer_state, push_listener {
         reading = true;
         const std::string_view keys[] = {core->name, core->fence};
         auto resp = std::make_shared<generic_response>();
-        core->eval(leader_read_script(), keys, {}, resp, [w = weak(), resp](error_code ec) {
-            auto s = w.lock();
-            if (!s)
-                return;
-            s->reading = false;
-            leader_view v;
-            if (!ec)
-                ec = decode_leader_read(*resp, v);
-            if (s->stopped)
-                return;
-            if (ec) {
-                s->failed_read(ec);
-                return;
-            }
-            s->retry = clock::duration::zero();
-            s->take(v);
-            if (std::exchange(s->read_again, false))
-                s->read();
-        });
+        core->eval(leader_read_script(), keys, {}, resp,
+                   [w = weak(), resp, at = messages](error_code ec) {
+                       auto s = w.lock();
+                       if (!s)
+                           return;
+                       s->reading = false;
+                       leader_view v;
+                       if (!ec)
+                           ec = decode_leader_read(*resp, v);
+                       if (s->stopped)
+                           return;
+                       if (ec) {
+                           s->failed_read(ec);
+                           return;
+                       }
+                       s->retry = clock::duration::zero();
+                       // "Nobody" from a read a message overtook may predate that message's
+                       // term (the reply is handled after the push): read again instead.
+                       if (!v.present && s->messages != at)
+                           s->read_again = true;
+                       else
+                           s->take(v);
+                       if (std::exchange(s->read_again, false))
+                           s->read();
+                   });
     }
 
     // A read that failed (the connection is down, or the server refused): again after a

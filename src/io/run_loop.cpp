@@ -59,8 +59,10 @@ void connection_impl::start_run(asio::any_completion_handler<void(error_code)> h
                                self->mpx_.fail_all(self->stopping_
                                                        ? error_code(asio::error::operation_aborted)
                                                        : error_code(error::not_connected));
-                               for (auto& [channel, ls] : self->listeners_)
-                                   for (auto& l : ls)
+                               // On a copy: a listener's on_stop may remove itself.
+                               const auto listeners = self->listeners_;
+                               for (const auto& [channel, ls] : listeners)
+                                   for (const auto& l : ls)
                                        l->on_stop();
                                self->run_stop_hook();
                                deliver(std::move(h), self->user_ex_, ec);

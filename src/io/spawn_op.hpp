@@ -63,11 +63,15 @@ inline std::string lock_delay_text(std::string_view election,
 }
 
 // Waits an election's lock-delay `d` while holding `l`: operation_aborted when the campaign is
-// cancelled meanwhile, lease_lost when the lease was lost, else nothing.
+// cancelled (before or meanwhile), lease_lost when the lease was lost, else nothing.
 template <class Lease>
 boost::asio::awaitable<error_code> wait_lock_delay(std::chrono::steady_clock::duration d,
                                                    const Lease& l) {
     namespace asio = boost::asio;
+    // A cancellation that came during the steps before (which ignore it) ends the campaign here.
+    const auto cs = co_await asio::this_coro::cancellation_state;
+    if (cs.cancelled() != asio::cancellation_type::none)
+        co_return asio::error::operation_aborted;
     asio::steady_timer t(co_await asio::this_coro::executor, d);
     auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     if (ec)

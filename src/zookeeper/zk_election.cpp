@@ -78,6 +78,10 @@ void zk_leadership::proclaim_impl(std::string value,
                                h = std::move(h)](error_code ec) mutable {
                                   if (ec == error::stale_token)
                                       ec = error::lease_lost;
+                                  // An unknown outcome may have written `next`: that version
+                                  // is never written again.
+                                  if (ec != error::lease_lost)
+                                      version_ = next;
                                   if (!ec) {
                                       value_ = std::move(value);
                                       version_ = next;

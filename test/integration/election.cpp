@@ -352,6 +352,24 @@ BOOST_FIXTURE_TEST_CASE(past_64_unread_events_the_next_says_skipped, fixture) {
     });
 }
 
+// A connection that stops for good ends its observers: a waiting async_next completes with
+// operation_aborted (two observers, so that each one's end runs while the other is listed).
+BOOST_FIXTURE_TEST_CASE(an_observer_ends_when_its_connection_stops, fixture) {
+    run([&]() -> awaitable<void> {
+        auto& c = add_connection(config_for(srv), quiet());
+        corolock::election a(c, "el:stop");
+        auto o1 = a.observe(), o2 = a.observe();
+        co_await o1.async_next(tuple_deferred);
+        co_await o2.async_next(tuple_deferred);
+        asio::steady_timer t(co_await asio::this_coro::executor, 100ms);
+        t.async_wait([&](corolock::error_code) { c.cancel(); });
+        auto [e1, ev1] = co_await o1.async_next(tuple_deferred);
+        BOOST_TEST(e1 == asio::error::operation_aborted);
+        auto [e2, ev2] = co_await o2.async_next(tuple_deferred);
+        BOOST_TEST(e2 == asio::error::operation_aborted);
+    });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 } // namespace integration_election

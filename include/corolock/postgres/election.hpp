@@ -42,7 +42,7 @@ struct pg_election_options {
 /// `lease().async_fenced_query`, whose token, the term, is the table's sequence value).
 /// Move-only. Destroying it ends the term (observers are told, fenced by the lease) and then
 /// releases the lock.
-/// Thread safety: as `pg_lease`: one coroutine at a time; the getters from any thread.
+/// Thread safety: as `leadership_base`.
 class COROLOCK_DECL pg_leadership
     : public leadership_base<pg_leadership, pg_lease, detail::pg_election_core> {
 public:

@@ -35,7 +35,7 @@ struct zk_election_options {
 /// `lease().async_fenced_write`, whose token, the term, is the lock node's czxid). Move-only.
 /// Destroying it ends the term (the record says so first, then the node goes, on the same
 /// session) and releases the lock.
-/// Thread safety: as `zk_lease`: one coroutine at a time; the getters from any thread.
+/// Thread safety: as `leadership_base`.
 class COROLOCK_DECL zk_leadership
     : public leadership_base<zk_leadership, zk_lease, detail::zk_election_core> {
 public:

@@ -23,21 +23,22 @@ const std::string_view begin = R"sql(WITH w AS (
     ON CONFLICT (name) DO UPDATE
         SET term = excluded.term, version = 1, live = true, value = excluded.value
     RETURNING l.term, l.version)
-SELECT pg_notify('corolock_leader', $1 || E'\n' || 'leader ' || w.term || ' ' || w.version
-    || ' -1 ' || $3) FROM w)sql";
+SELECT pg_notify('corolock_leader', octet_length($1) || ':' || $1 || 'leader ' || w.term || ' '
+    || w.version || ' -1 ' || $3) FROM w)sql";
 
 const std::string_view proclaim = R"sql(WITH w AS (
     UPDATE corolock_leaders SET version = version + 1, value = $3
     WHERE name = $1 AND term = $2::bigint AND live
     RETURNING term, version)
-SELECT w.version, pg_notify('corolock_leader', $1 || E'\n' || 'leader ' || w.term || ' '
-    || w.version || ' -1 ' || $3) FROM w)sql";
+SELECT w.version, pg_notify('corolock_leader', octet_length($1) || ':' || $1 || 'leader '
+    || w.term || ' ' || w.version || ' -1 ' || $3) FROM w)sql";
 
 const std::string_view end = R"sql(WITH w AS (
     UPDATE corolock_leaders SET live = false
     WHERE name = $1 AND term = $2::bigint AND live
     RETURNING term)
-SELECT pg_notify('corolock_leader', $1 || E'\n' || 'ended ' || w.term) FROM w)sql";
+SELECT pg_notify('corolock_leader', octet_length($1) || ':' || $1 || 'ended ' || w.term)
+FROM w)sql";
 
 const std::string_view read = R"sql(SELECT l.term, l.version, l.live, l.value,
     (SELECT greatest(0, ceil(extract(epoch FROM (m.expires_at - clock_timestamp())) * 1000))::bigint
@@ -85,10 +86,12 @@ bool must_delay(const std::optional<record_cells>& row, std::uint64_t mine) {
 }
 
 std::optional<std::string_view> message_for(std::string_view payload, std::string_view name) {
-    const auto nl = payload.find('\n');
-    if (nl == std::string_view::npos || payload.substr(0, nl) != name)
+    const auto colon = payload.find(':');
+    std::size_t bytes = 0;
+    if (colon == std::string_view::npos || !parse_decimal(payload.substr(0, colon), bytes) ||
+        bytes != name.size() || payload.substr(colon + 1, bytes) != name)
         return std::nullopt;
-    return payload.substr(nl + 1);
+    return payload.substr(colon + 1 + bytes);
 }
 
 } // namespace corolock::detail::pg_election_sql

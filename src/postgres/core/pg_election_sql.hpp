@@ -15,8 +15,9 @@
 
 namespace corolock::detail::pg_election_sql {
 
-// The channel every election announces on; a payload is "<name>\n<message>", the message as
-// Redis's (core/leader_view.hpp): "leader <term> <version> -1 <value>" or "ended <term>".
+// The channel every election announces on; a payload is "<bytes of the name>:<name><message>"
+// (a name may hold any character), the message as Redis's (core/leader_view.hpp):
+// "leader <term> <version> -1 <value>" or "ended <term>".
 inline constexpr std::string_view channel = "corolock_leader";
 
 // CREATE TABLE IF NOT EXISTS corolock_leaders (name, term, version, live, value), serialised

@@ -108,7 +108,8 @@ struct pg_observer final : observer_state {
 
     std::shared_ptr<pg_election_core> core;
     pg_listener listener;
-    pg_notification note;
+    // Where the listener writes: shared with the pending receive, which may outlive this.
+    std::shared_ptr<pg_notification> note = std::make_shared<pg_notification>();
     asio::steady_timer timer;
     std::size_t dropped = 0;
     bool reading = false;
@@ -126,7 +127,8 @@ struct pg_observer final : observer_state {
     }
 
     void receive() {
-        listener.async_receive(note, asio::bind_executor(strand, [w = weak()](error_code ec) {
+        listener.async_receive(*note,
+                               asio::bind_executor(strand, [w = weak(), n = note](error_code ec) {
                                    auto s = w.lock();
                                    if (!s || s->stopped)
                                        return;
@@ -137,7 +139,7 @@ struct pg_observer final : observer_state {
                                        s->fsm.on_gap();
                                        s->read();
                                    }
-                                   if (auto m = sql::message_for(s->note.payload, s->core->name))
+                                   if (auto m = sql::message_for(n->payload, s->core->name))
                                        if (auto v = parse_leader_message(*m))
                                            s->take(*v);
                                    s->receive();

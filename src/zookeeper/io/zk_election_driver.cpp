@@ -142,8 +142,10 @@ struct zk_observer final : observer_state {
                     return;
                 if (r.rc == ZNONODE)
                     return s->finish({});
-                if (r.rc != ZOK)
+                if (r.rc != ZOK) { // no watch was set: set it again on the retry
+                    s->core->session->unwatch(std::exchange(s->record_watch, 0));
                     return s->failed(r.rc);
+                }
                 s->get_record();
             });
     }
@@ -182,8 +184,10 @@ struct zk_observer final : observer_state {
                 auto s = w.lock();
                 if (!s)
                     return;
-                if (r.rc != ZOK && r.rc != ZNONODE)
+                if (r.rc != ZOK && r.rc != ZNONODE) { // no watch was set
+                    s->core->session->unwatch(std::exchange(s->node_watch, 0));
                     return s->failed(r.rc);
+                }
                 if (r.rc == ZNONODE) // the watch waits for a creation that never comes
                     s->core->session->unwatch(std::exchange(s->node_watch, 0));
                 s->finish(view_of(rec, r.rc == ZOK));
