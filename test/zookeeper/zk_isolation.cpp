@@ -115,8 +115,10 @@ std::int64_t ns(steady::time_point t) {
 namespace {
 
 // Two rounds: the holder holds, its server (the leader, or a follower) is cut off from the other
-// servers for `cut_for`, then joins again. Checks the history.
-void isolate_holders_server(bool the_leader, steady::duration cut_for) {
+// servers for `cut_for`, then joins again. Checks the history's safety; returns whether the
+// scenario happened (with a follower cut off: another process was granted the lock while the
+// holder's server was still cut off), which a starved machine can prevent.
+bool isolate_holders_server(bool the_leader, steady::duration cut_for) {
     // With the leader cut off, the others elect a new one (a while: ZooKeeper's election backs
     // off) and may grant the lock only once the cut heals: the lock must still move on, after
     // the holder was told.
@@ -234,12 +236,11 @@ void isolate_holders_server(bool the_leader, steady::duration cut_for) {
     // The scenario happened: the holder held when its server was cut off, lost the lease, and
     // the others were granted the lock while the holder's server was still cut off.
     BOOST_TEST(holder_lost >= 1);
-    if (!the_leader)
-        BOOST_TEST(granted_while_cut >= 1);
     int granted_after_cut = 0;
     for (const auto& r : history)
         granted_after_cut += r.holder == 0 && r.in_ns > cuts.front().first ? 1 : 0;
     BOOST_TEST(granted_after_cut >= 1);
+    return the_leader || granted_while_cut >= 1;
 }
 
 } // namespace
@@ -247,14 +248,21 @@ void isolate_holders_server(bool the_leader, steady::duration cut_for) {
 BOOST_AUTO_TEST_SUITE(zk_isolation)
 
 BOOST_AUTO_TEST_CASE(holder_on_a_follower_cut_off_from_the_leader_is_told_before_another_grant) {
-    isolate_holders_server(false, 7s);
+    // Every run's history must be safe; the scenario must happen in one of two runs (once, with
+    // the machine loaded by a parallel build, the waiters got no grant during either cut).
+    bool happened = isolate_holders_server(false, 7s);
+    if (!happened) {
+        BOOST_TEST_MESSAGE("zk isolation: no grant to another process during the cuts; again");
+        happened = isolate_holders_server(false, 7s);
+    }
+    BOOST_TEST(happened, "another process was granted the lock while the holder was cut off");
 }
 
 // The leader cut off from its quorum keeps answering its clients' syncs until it gives its
 // followers up (4 s here); they elect another, which expires the holder's session a timeout
 // after it took over. The holder must be told first.
 BOOST_AUTO_TEST_CASE(holder_on_a_leader_cut_off_from_its_quorum_is_told_before_another_grant) {
-    isolate_holders_server(true, 7s);
+    BOOST_TEST(isolate_holders_server(true, 7s));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
