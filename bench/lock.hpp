@@ -45,12 +45,20 @@ inline constexpr double target_allocs_per_hold = 0;
 inline constexpr double target_contended_share = 0.9; // of the ideal 1/hold, at 1 ms
 inline constexpr double target_drop_speedup_1 = 1.8;
 inline constexpr double target_client_cpu_us_1 = 35; // per awaited cycle at 1 coroutine
+// Server CPU per uncontended cycle (fixed lease) over the cheapest safe cycle's, same run: at
+// most 1.5 (aim 1.3); and at 50 and 256 coroutines cycles/s at least 0.95 of what the server's
+// CPU per cycle allows (1 / server CPU per cycle).
+inline constexpr double target_server_work = 1.5;
+inline constexpr double target_server_bound = 0.95;
 // Of the same-run limit, per coroutine count (uncontended_counts order).
 inline constexpr double target_ratio[] = {0.85, 0.95, 0.95};
 
 corolock::mutex_options fixed_options();
 
-enum class release_mode { await, drop };
+// `cheapest`: not corolock's lock but the cheapest safe cycle on the same connection, the
+// reference of the server's work per cycle: `SET <name> <owner> NX PX 10000`, then a Lua
+// compare-and-delete of the same name and owner (a fresh owner per cycle).
+enum class release_mode { await, drop, cheapest };
 const char* to_string(release_mode m);
 
 // ---- sequential acquire + release loops (lock_sequential.cpp)
@@ -179,6 +187,7 @@ asio::awaitable<contended_result> run_contended(corolock::connection& conn, int 
 
 struct lock_figures {
     std::vector<loop_result> uncontended; // fixed lease and watchdog, per count and run
+    std::vector<loop_result> cheapest;    // the cheapest safe cycle, per count and run
     std::vector<loop_result> drop;        // awaited then dropped, per count (default options)
     std::vector<depth_reference> refs;    // per count and run
     std::string ref_note;

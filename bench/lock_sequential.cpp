@@ -22,7 +22,15 @@ corolock::mutex_options fixed_options() {
 }
 
 const char* to_string(release_mode m) {
-    return m == release_mode::await ? "await async_release" : "drop the lease";
+    switch (m) {
+    case release_mode::await:
+        return "await async_release";
+    case release_mode::drop:
+        return "drop the lease";
+    case release_mode::cheapest:
+        return "the cheapest safe cycle";
+    }
+    return "?";
 }
 
 std::vector<const loop_result*> lock_figures::runs(const std::vector<loop_result>& v, int k,
@@ -79,6 +87,36 @@ asio::awaitable<void> cycle_worker(corolock::mutex& m, release_mode mode, crew& 
     }
 }
 
+const corolock::script& compare_and_delete() {
+    static const corolock::script s(
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
+        "return 0");
+    return s;
+}
+
+// The reference of the server's work: the cheapest cycle that is still safe (an owner per
+// acquisition, a TTL, an owner-checked release), on the same connection as corolock's loops.
+asio::awaitable<void> cheapest_worker(corolock::connection& conn, std::string name, crew& c,
+                                      std::uint64_t& cycles) {
+    corolock::generic_response resp;
+    for (std::uint64_t n = 0; !c.stop; ++n) {
+        const std::string owner = name + ":" + std::to_string(n);
+        corolock::request set;
+        set.push("SET", name, owner, "NX", "PX", "10000");
+        auto [ec, n_] = co_await conn.async_exec(set, resp, tuple_deferred);
+        const std::string_view key = name, arg = owner;
+        if (!ec)
+            std::tie(ec) = co_await conn.async_eval(compare_and_delete(), std::span(&key, 1),
+                                                    std::span(&arg, 1), resp, tuple_deferred);
+        if (ec) {
+            c.note(ec, "cheapest cycle");
+            co_await sleep_for(10ms);
+            continue;
+        }
+        ++cycles;
+    }
+}
+
 // What a perfect client could reach, from the reference measured in the same run: the
 // dropped loop pays one acquire round trip per cycle, the awaited loop an acquire and a release.
 double drop_speedup_bound(const depth_reference& r) {
@@ -109,6 +147,83 @@ std::size_t index_of(int k) {
     return 0;
 }
 
+const loop_result* cheapest_for(const lock_figures& f, int k, int run) {
+    for (const auto& c : f.cheapest)
+        if (c.coroutines == k && c.run == run)
+            return &c;
+    return nullptr;
+}
+
+// Per run of a fixed-lease loop: its server CPU per cycle over the cheapest safe cycle's.
+spread server_work(const lock_figures& f, int k) {
+    std::vector<double> v;
+    for (const auto* r : f.runs(f.uncontended, k, false, release_mode::await))
+        if (const auto* c = cheapest_for(f, k, r->run))
+            v.push_back(r->server_cpu_us_per_cycle() / c->server_cpu_us_per_cycle());
+    return spread_of(std::move(v));
+}
+
+spread of_cheapest(const lock_figures& f, int k, double (*g)(const loop_result&)) {
+    std::vector<double> v;
+    for (const auto& c : f.cheapest)
+        if (c.coroutines == k)
+            v.push_back(g(c));
+    return spread_of(std::move(v));
+}
+
+double server_us(const loop_result& r) {
+    return r.server_cpu_us_per_cycle();
+}
+double busy(const loop_result& r) {
+    return r.elapsed_s > 0 ? r.server_cpu_s / r.elapsed_s : missing;
+}
+// cycles/s over what the server's CPU per cycle allows.
+double bound_share(const loop_result& r) {
+    return r.cycles_per_s() * r.server_cpu_us_per_cycle() / 1e6;
+}
+
+void print_server_work(std::ostream& os, const lock_figures& f) {
+    if (f.cheapest.empty())
+        return;
+    os << "  server CPU us per cycle, median [min-max] of the runs: corolock (fixed lease) "
+          "against the cheapest safe cycle\n"
+          "  (SET NX PX + Lua compare-and-delete, same connection, same run); the server's busy "
+          "share; cycles/s over 1 / server CPU per cycle\n"
+       << "  coroutines  corolock us      cheapest us      work ratio            busy "
+          "corolock/cheapest  of the bound\n";
+    for (const int k : uncontended_counts) {
+        const auto runs = f.runs(f.uncontended, k, false, release_mode::await);
+        if (runs.empty())
+            continue;
+        const auto mine = f.over_runs(
+            k, false, [](const loop_result& r, const depth_reference*) { return server_us(r); });
+        const auto mine_busy = f.over_runs(
+            k, false, [](const loop_result& r, const depth_reference*) { return busy(r); });
+        const auto share = f.over_runs(
+            k, false, [](const loop_result& r, const depth_reference*) { return bound_share(r); });
+        os << "  " << std::setw(10) << k << "  " << std::setw(15) << show_spread(mine, 2) << "  "
+           << std::setw(15) << show_spread(of_cheapest(f, k, server_us), 2) << "  "
+           << std::setw(20) << show_spread(server_work(f, k), 3) << "  " << std::setw(4)
+           << show(mine_busy.median, 2) << " / " << show(of_cheapest(f, k, busy).median, 2)
+           << "       " << show_spread(share, 3) << "\n";
+    }
+    for (const int k : uncontended_counts)
+        if (!f.runs(f.uncontended, k, false, release_mode::await).empty())
+            os << "  server work at " << std::setw(3) << k << " over the cheapest (median) "
+               << against(server_work(f, k).median, 3, "<=", target_server_work) << "\n";
+    for (const int k : {50, 256})
+        if (!f.runs(f.uncontended, k, false, release_mode::await).empty())
+            os << "  cycles/s at " << std::setw(3) << k
+               << " over 1 / server CPU per cycle (median) "
+               << against(f.over_runs(k, false,
+                                      [](const loop_result& r, const depth_reference*) {
+                                          return bound_share(r);
+                                      })
+                              .median,
+                          3, ">=", target_server_bound)
+               << "\n";
+}
+
 } // namespace
 
 asio::awaitable<loop_result> run_loop(corolock::connection& conn, const io_event_counter& counter,
@@ -122,6 +237,10 @@ asio::awaitable<loop_result> run_loop(corolock::connection& conn, const io_event
                                (mode == release_mode::await ? "a:" : "d:");
     std::vector<std::unique_ptr<corolock::mutex>> mutexes;
     for (int i = 0; i < coroutines; ++i) {
+        if (mode == release_mode::cheapest) {
+            c.spawn(ex, cheapest_worker(conn, "bench:c:" + std::to_string(i), c, cycles));
+            continue;
+        }
         mutexes.push_back(std::make_unique<corolock::mutex>(conn, prefix + std::to_string(i), mo));
         c.spawn(ex, cycle_worker(*mutexes.back(), mode, c, cycles));
     }
@@ -197,6 +316,7 @@ void print_uncontended(std::ostream& os, const lock_figures& f, std::uint64_t& e
             os << "  ratio at " << std::setw(3) << k << ", fixed lease (median)   "
                << against(f.over_runs(k, false, ratio).median, 3, ">=", target_ratio[index_of(k)])
                << "\n";
+    print_server_work(os, f);
     if (!f.runs(f.uncontended, 1, false, release_mode::await).empty())
         os << "  client CPU us per cycle at 1, fixed lease (median) "
            << against(f.over_runs(1, false, cpu).median, 1, "<=", target_client_cpu_us_1) << "\n";
@@ -361,6 +481,19 @@ void json_uncontended(json_line& j, const lock_figures& f) {
         for (const auto* r : f.runs(f.uncontended, k, true, release_mode::await))
             errs += double(r->errors);
         j.num(p + "_errors", errs);
+        put(p + "_server_work_ratio", server_work(f, k));
+        put(p + "_cheapest_server_cpu_us_per_cycle", of_cheapest(f, k, server_us));
+        put(p + "_cheapest_cycles_per_s", of_cheapest(f, k, [](const loop_result& r) {
+                return r.cycles_per_s();
+            }));
+        put(p + "_server_busy", f.over_runs(k, false, [](const loop_result& r,
+                                                         const depth_reference*) {
+                return busy(r);
+            }));
+        put(p + "_server_bound_share", f.over_runs(k, false, [](const loop_result& r,
+                                                                const depth_reference*) {
+                return bound_share(r);
+            }));
     }
 }
 

@@ -186,9 +186,16 @@ bool lock_core::hand_off(std::string_view name, std::size_t n, clock::time_point
     return h != 0;
 }
 
-void lock_core::on_release_reply(std::string_view name, bool released) {
-    if (auto it = queues_.find(name); it != queues_.end())
-        it->second.on_release_reply(released);
+bool lock_core::on_release_reply(std::string_view name, bool handed_off, bool released,
+                                 bool published, std::size_t n, clock::time_point now,
+                                 lock_actions& out) {
+    auto it = queues_.find(name);
+    if (it == queues_.end() || it->second.independent)
+        return false;
+    const auto h = it->second.on_release_reply(handed_off, released, published, n);
+    if (h)
+        wake(acquisition::from_id(h), now, out);
+    return h != 0;
 }
 
 // ---------------------------------------------------------------------------------------------

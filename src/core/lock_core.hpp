@@ -153,8 +153,11 @@ public:
                                 clock::time_point now, lock_actions& out);
     // The release frees `n` units (1, or k permits). Returns true when a head was handed them.
     bool hand_off(std::string_view name, std::size_t n, clock::time_point now, lock_actions& out);
-    // A release of this connection was answered (`released`: it freed the key).
-    void on_release_reply(std::string_view name, bool released);
+    // A release of this connection, freeing `n` units, was answered (`handed_off`: `hand_off`
+    // woke a head for it; `published`: its release message went out, and has come before this
+    // reply). Returns true when it woke a head (name_queue::on_release_reply).
+    bool on_release_reply(std::string_view name, bool handed_off, bool released, bool published,
+                          std::size_t n, clock::time_point now, lock_actions& out);
 
     // ---- facts
     // Any script reply of this connection: the server is alive (server_timeout's test). On a

@@ -51,10 +51,19 @@ public:
             ++own_releases_;
         return head;
     }
-    // A release of this connection was answered: one that released nothing publishes nothing.
-    void on_release_reply(bool released) noexcept {
-        if (!released && own_releases_ > 0)
-            --own_releases_;
+    // A release of this connection was answered. `handed_off`: its hand-off woke a head, and
+    // if it sent no message (it released nothing, nobody else waited, or its PUBLISH was
+    // refused) there is none to come. Otherwise a release that freed `n` units and sent no
+    // message (a mutex whose waiters are all here: none of them was refused by this holder)
+    // is the only news of the release: the head to wake, as a message would (0: none).
+    waiter_queue::id on_release_reply(bool handed_off, bool released, bool published,
+                                      std::size_t n = 1) noexcept {
+        if (handed_off) {
+            if (!published && own_releases_ > 0)
+                --own_releases_;
+            return 0;
+        }
+        return released && !published ? q.on_release(n, capacity) : 0;
     }
     // A release message that lets `n` waiters retry (core/lock_scripts: release_credits): the
     // head to wake (0: none, or the message of our own hand-off).

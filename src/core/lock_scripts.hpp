@@ -121,7 +121,8 @@ struct acquire_reply {
 // kind returns (0 for a permit, the last write token for a reader).
 error_code decode_acquire(const generic_response& resp, acquire_reply& out, bool tokens = true);
 // released = the key was ours and is deleted; false = it was not ours (gone or taken).
-error_code decode_release(const generic_response& resp, bool& released);
+// published = the release message went out (a mutex's release sends none when nobody waits).
+error_code decode_release(const generic_response& resp, bool& released, bool& published);
 // One flag per key: true = renewed.
 error_code decode_renew(const generic_response& resp, std::vector<bool>& out);
 error_code decode_integer(const generic_response& resp, std::int64_t& out);

@@ -160,7 +160,7 @@ request lock_spec::acquire_request(std::string_view member, bool once, std::size
     }
     default: {
         const std::string_view keys[] = {name, fence_key};
-        const std::string_view args[] = {member, lease_ms, fence_ms};
+        const std::string_view args[] = {member, lease_ms, fence_ms, once ? "try" : "wait"};
         return make_evalsha(acquire_script(), keys, args);
     }
     }
@@ -702,12 +702,16 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
         s->spec->release_request(s->member.view(), publish_flag(), hand_over));
     io_.eval(s->spec->release_script(), s->spec->name, call->req, call->resp,
              [self = shared_from_this(), s, call, done = std::move(done)](error_code ec) mutable {
-                 bool released = false;
+                 bool released = false, published = false;
                  if (ec != condition::connection_failure && ec != asio::error::operation_aborted)
                      self->core_.on_script_reply(self->core_.slot_of(s->spec->name));
                  if (!ec)
-                     ec = decode_release(call->resp, released);
-                 self->core_.on_release_reply(s->spec->name, released);
+                     ec = decode_release(call->resp, released, published);
+                 self->run([&](lock_core& c, clock::time_point now, lock_actions& out) {
+                     if (c.on_release_reply(s->spec->name, call->handed_off, released, published,
+                                            s->units, now, out))
+                         self->stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
+                 });
                  if (!ec && !released) {
                      // Gone or taken before we released: the section may have overlapped.
                      ec = error::lease_lost;
@@ -736,8 +740,10 @@ void lock_service::release(std::shared_ptr<lease_state> s, completion done) {
     // release's own message, which arrives before either reply, is then not a wake-up.
     if (hand_over)
         run([&](lock_core& c, clock::time_point now, lock_actions& out) {
-            if (c.hand_off(s->spec->name, s->units, now, out))
+            if (c.hand_off(s->spec->name, s->units, now, out)) {
+                call->handed_off = true;
                 stats_.handoffs.fetch_add(1, std::memory_order_relaxed);
+            }
         });
 }
 

@@ -100,6 +100,7 @@ struct script_call {
     explicit script_call(request r) noexcept : req(std::move(r)) {}
     request req;
     generic_response resp;
+    bool handed_off = false; // a release whose hand-off woke a local head (lock_core::hand_off)
 };
 
 // The mutex handle's shared part: its pending acquires, to cancel them with the handle.

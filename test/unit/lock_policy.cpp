@@ -55,17 +55,40 @@ BOOST_AUTO_TEST_CASE(the_message_of_an_own_hand_off_wakes_nobody) {
     BOOST_TEST(n.on_message() == 2u); // someone else's release
 }
 
-// A release that released nothing (the key was gone) publishes no message: the count of own
-// messages to come must drop, or the next foreign release would be swallowed.
-BOOST_AUTO_TEST_CASE(a_release_that_freed_nothing_expects_no_message) {
+// A hand-off's release that sent no message (it released nothing, or nobody else waited, or the
+// PUBLISH was refused): the count of own messages to come must drop, or the next foreign
+// release would be swallowed.
+BOOST_AUTO_TEST_CASE(a_release_that_sent_no_message_expects_none) {
     name_queue n;
     n.q.push(7);
     BOOST_TEST(n.hand_off() == 7u);
-    n.on_release_reply(false);
+    BOOST_TEST(n.on_release_reply(true, false, false) == 0u);
     BOOST_TEST(n.own_releases() == 0u);
-    n.on_release_reply(false); // never below zero
+    BOOST_TEST(n.on_release_reply(true, true, false) == 0u); // never below zero
     BOOST_TEST(n.own_releases() == 0u);
     BOOST_TEST(n.on_message() == 7u); // a foreign release's message wakes the head
+    // A hand-off whose message came: nothing more to do at its reply.
+    n.q.clear_wakes();
+    BOOST_TEST(n.hand_off() == 7u);
+    BOOST_TEST(n.on_message() == 0u);
+    BOOST_TEST(n.on_release_reply(true, true, true) == 0u);
+    BOOST_TEST(n.own_releases() == 0u);
+}
+
+// A plain release (no hand-off) of a mutex whose waiters are all on this connection sends no
+// message: none of them was refused by this holder. Its reply is the news: it wakes the head.
+// One that published, or released nothing, leaves the waking to the message, or to nobody.
+BOOST_AUTO_TEST_CASE(a_plain_release_without_a_message_wakes_the_head_at_its_reply) {
+    name_queue n;
+    n.q.push(3);
+    n.q.push(4);
+    BOOST_TEST(n.on_release_reply(false, true, false) == 3u);
+    BOOST_TEST(n.q.woken(3));
+    n.q.clear_wakes();
+    BOOST_TEST(n.on_release_reply(false, true, true) == 0u);
+    BOOST_TEST(n.on_release_reply(false, false, false) == 0u);
+    BOOST_TEST(!n.q.woken(3));
+    BOOST_TEST(n.own_releases() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_hand_off_with_nobody_queued_counts_nothing) {

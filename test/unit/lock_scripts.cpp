@@ -389,21 +389,27 @@ BOOST_AUTO_TEST_CASE(acquire_numbers_must_be_whole_numbers) {
 // decode_release, decode_integer
 
 BOOST_AUTO_TEST_CASE(release_replies) {
-    bool released = false;
-    BOOST_TEST(!corolock::detail::decode_release(wire(":1\r\n"), released));
+    bool released = false, published = false;
+    BOOST_TEST(!corolock::detail::decode_release(wire(":1\r\n"), released, published));
     BOOST_TEST(released);
-    BOOST_TEST(!corolock::detail::decode_release(wire(":0\r\n"), released));
+    BOOST_TEST(published);
+    // Released, and no message: nobody waited (a mutex), or the PUBLISH was refused.
+    BOOST_TEST(!corolock::detail::decode_release(wire(":2\r\n"), released, published));
+    BOOST_TEST(released);
+    BOOST_TEST(!published);
+    BOOST_TEST(!corolock::detail::decode_release(wire(":0\r\n"), released, published));
     BOOST_TEST(!released);
+    BOOST_TEST(!published);
 
-    BOOST_TEST(corolock::detail::decode_release(wire("-WRONGTYPE not a lock\r\n"), released) ==
-               error::wrong_type);
-    BOOST_TEST(corolock::detail::decode_release(wire("-ERR oom\r\n"), released) ==
+    BOOST_TEST(corolock::detail::decode_release(wire("-WRONGTYPE not a lock\r\n"), released,
+                                                published) == error::wrong_type);
+    BOOST_TEST(corolock::detail::decode_release(wire("-ERR oom\r\n"), released, published) ==
                error::server_error);
 
-    for (const char* text : {"", ":-1\r\n", ":2\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n", ",0\r\n",
+    for (const char* text : {"", ":-1\r\n", ":3\r\n", "+OK\r\n", "$1\r\n0\r\n", "_\r\n", ",0\r\n",
                              "#f\r\n", "*1\r\n:0\r\n", ":0\r\n:0\r\n", "(0\r\n"}) {
         BOOST_TEST_CONTEXT("reply " << text) {
-            BOOST_TEST(corolock::detail::decode_release(wire(text), released) ==
+            BOOST_TEST(corolock::detail::decode_release(wire(text), released, published) ==
                        error::unexpected_reply);
         }
     }
@@ -549,8 +555,14 @@ BOOST_AUTO_TEST_CASE(scripts_refuse_foreign_keys_and_publish_releases) {
     BOOST_TEST(acquire.find("WRONGTYPE") != std::string::npos);
     BOOST_TEST(release.find("WRONGTYPE") != std::string::npos);
     BOOST_TEST(acquire.find("'TIME'") != std::string::npos); // tokens follow the server clock
-    BOOST_TEST(acquire.find("last >= token then token = last + 1") != std::string::npos);
-    BOOST_TEST(acquire.find("'SET', KEYS[2], text, 'PX', ARGV[3]") != std::string::npos);
+    BOOST_TEST(acquire.find("if last and last >= token then\n    token = last + 1") !=
+               std::string::npos);
+    BOOST_TEST(acquire.find("'SET', KEYS[2], text, 'PX', ARGV[3], 'GET'") != std::string::npos);
+    // Only a waiting attempt marks the holder's hash, so that its release publishes; a try
+    // leaves the hash as it was.
+    BOOST_TEST(acquire.find("if ARGV[4] == 'wait' then redis.pcall('HSET', KEYS[1], 'w', '1')") !=
+               std::string::npos);
+    BOOST_TEST(release.find("if not held[2] then return 2 end") != std::string::npos);
     // pcall: a PUBLISH refused by an ACL must not fail a release that has already deleted. On
     // a cluster (flag 'S') the frees publish with SPUBLISH, where the waiters listen.
     BOOST_TEST(release.find("redis.pcall(ARGV[3] == 'S' and 'SPUBLISH' or 'PUBLISH', ARGV[2], "

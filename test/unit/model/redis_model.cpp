@@ -54,6 +54,7 @@ struct request {
     std::uint64_t owner = 0; // acquire, release: the caller
     int name = 0;
     bool lease_release = false;         // a lease's release (answered), not an undo
+    bool handed_off = false;            // a lease's release whose hand-off woke a local head
     time_point sent{};                  // renew: when the watchdog sent it
     std::vector<std::uint64_t> batch{}; // renew: the callers whose leases it renews, in order
     int k = 1;                          // a semaphore's permits
@@ -69,6 +70,9 @@ struct frame {
     int name = 0;                       // push, release_reply
     std::string payload{};              // push: "released", "permits <k>", "head <member>", "all"
     bool released = false;              // release_reply: it freed the record
+    bool published = false;             // release_reply: its release message went out
+    bool handed_off = false;            // release_reply: of a release that woke a local head
+    int units = 1;                      // release_reply: what the release frees
     std::vector<std::uint64_t> batch{}; // renew_reply: one `renewed` a lease
     std::vector<bool> renewed{};
     time_point sent{};
@@ -157,7 +161,10 @@ private:
         switch (f.what) {
         case frame::release_reply:
             core.on_script_reply();
-            core.on_release_reply(name_of[f.name], f.released);
+            event(p, [&](lock_core& c, lock_actions& out) {
+                c.on_release_reply(name_of[f.name], f.handed_off, f.released, f.published,
+                                   static_cast<std::size_t>(f.units), now_, out);
+            });
             break;
         case frame::push: {
             ++counts_["messages"];
@@ -234,7 +241,7 @@ private:
         std::vector<int> failed_releases; // their completions say connection_lost
         std::vector<std::pair<std::vector<std::uint64_t>, time_point>> failed_renewals;
         for (auto& f : in_[p]) {
-            if (f.what == frame::release_reply)
+            if (f.what == frame::release_reply && f.handed_off)
                 failed_releases.push_back(f.name);
             else if (f.what == frame::renew_reply)
                 failed_renewals.emplace_back(f.batch, f.sent);
@@ -250,7 +257,7 @@ private:
                 undo_lost_.insert(r.owner); // never sent again: its records are left to expire
             if (r.what == request::acquire)
                 unknown.push_back(r.owner);
-            if (r.lease_release)
+            if (r.handed_off)
                 failed_releases.push_back(r.name);
             if (r.what == request::renew)
                 failed_renewals.emplace_back(r.batch, r.sent);
@@ -262,7 +269,9 @@ private:
             renewal_answered(p, batch, sent, r);
         }
         for (int n : failed_releases)
-            cores_[p].on_release_reply(name_of[n], false);
+            event(p, [&](lock_core& c, lock_actions& o) {
+                c.on_release_reply(name_of[n], true, false, false, 1, now_, o);
+            });
         for (int n = 0; n < names; ++n) {
             subscribed_[p][n] = false;
             if (cores_[p].has_waiters(name_of[n]))
@@ -283,12 +292,15 @@ private:
         auto r = make_request(request::release, c);
         r.lease_release = true;
         out_[c.process].push_back(r);
+        auto& sent = out_[c.process].back();
         // The hand-off, as the core decides: the local head's attempt goes right behind the
         // release, at most name_queue::max_handoff_streak times in a row.
         event(c.process, [&](lock_core& core, lock_actions& out) {
             if (core.release_hands_over(name_of[c.lock]) &&
-                core.hand_off(name_of[c.lock], static_cast<std::size_t>(c.units), now_, out))
+                core.hand_off(name_of[c.lock], static_cast<std::size_t>(c.units), now_, out)) {
+                sent.handed_off = true;
                 ++counts_["hand-offs"];
+            }
         });
     }
 
@@ -519,11 +531,17 @@ private:
     void refuse(int p, const request& r, clock_type::duration holder_ttl) {
         answer_attempt(p, r, attempt_reply::kind::held, 0, holder_ttl);
     }
-    // A lease's release is answered (`released`: it freed the record); an undo is not.
-    void answer_release(int p, const request& r, bool released) {
+    // A lease's release is answered (`released`: it freed the record; `published`: its
+    // message went out, before this reply); an undo is not.
+    void answer_release(int p, const request& r, bool released, bool published) {
         if (!r.lease_release)
             return;
-        in_[p].push_back({.what = frame::release_reply, .name = r.name, .released = released});
+        in_[p].push_back({.what = frame::release_reply,
+                          .name = r.name,
+                          .released = released,
+                          .published = published,
+                          .handed_off = r.handed_off,
+                          .units = r.k});
     }
     void publish(int n, const std::string& payload) {
         for (int q = 0; q < processes; ++q)
@@ -563,15 +581,26 @@ private:
     void run_mutex(int p, const request& r) {
         if (r.what == request::acquire) {
             const hold* h = hash(r.name);
-            if (h == nullptr || h->owner == r.owner)
+            if (h == nullptr || h->owner == r.owner) {
+                if (h == nullptr)
+                    waited_.erase(r.name); // a new hash, unmarked
                 granted(p, r, take_hash(r.name, r.owner));
-            else
-                refuse(p, r, h->until - now_);
+                return;
+            }
+            if (!r.once) // the hash's `w`: its release will publish
+                waited_[r.name] = h->owner;
+            refuse(p, r, h->until - now_);
             return;
         }
-        answer_release(p, r, find(r.name, r.owner) != nullptr);
-        if (free(r.name, r.owner))
-            publish(r.name, "released");
+        const auto mark = waited_.find(r.name);
+        const bool marked = mark != waited_.end() && mark->second == r.owner;
+        const bool freed = free(r.name, r.owner);
+        answer_release(p, r, freed, freed && marked);
+        if (freed) {
+            waited_.erase(r.name);
+            if (marked)
+                publish(r.name, "released");
+        }
     }
 
     // The semaphore's (semaphore_acquire, semaphore_release).
@@ -606,7 +635,7 @@ private:
         if (h != nullptr)
             permits = h->units;
         const bool freed = free(r.name, r.owner);
-        answer_release(p, r, freed);
+        answer_release(p, r, freed, freed);
         if (freed || unreserved)
             publish(r.name, "permits " + std::to_string(permits));
     }
@@ -677,7 +706,7 @@ private:
             k.tickets[r.owner] = first - 1;
             k.intents.add(r.owner, now_ + intent_);
         }
-        answer_release(p, r, freed);
+        answer_release(p, r, freed, freed);
         if (freed || (left && was_head && hash(r.name) == nullptr)) {
             purge_line(k);
             const auto head = line_head(k);
@@ -711,13 +740,13 @@ private:
         if (r.what == request::release) {
             if (r.reader) {
                 const bool was_live = free(r.name, r.owner);
-                answer_release(p, r, was_live);
+                answer_release(p, r, was_live, was_live);
                 if (was_live)
                     publish(r.name, "released");
             } else {
                 const bool removed = k.intents.erase(r.owner);
                 const bool freed = free(r.name, r.owner);
-                answer_release(p, r, freed);
+                answer_release(p, r, freed, freed);
                 if (freed || removed)
                     publish(r.name, "all");
             }
@@ -793,6 +822,8 @@ private:
     // Owners whose last undo was lost with a dropped connection (an undo that runs later takes
     // them out): the records they leave expire on their own.
     std::set<std::uint64_t> undo_lost_;
+    // A mutex's hash marked `w` by a refused waiter (its release publishes): name -> its owner.
+    std::map<int, std::uint64_t> waited_;
 };
 
 // The model of `kind` over 80 seeds of 4000 steps each: what they exercised.
