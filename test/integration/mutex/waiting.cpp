@@ -55,6 +55,43 @@ BOOST_FIXTURE_TEST_CASE(five_hundred_waiters_are_woken_by_releases, fixture) {
     });
 }
 
+// The release publishes only when a waiter was refused by this holder: its waiting attempt
+// marks the hash (`w`), a try leaves the hash as it was (doc/design.md, "Scripts").
+BOOST_FIXTURE_TEST_CASE(a_release_publishes_only_when_someone_waits, fixture) {
+    run([&]() -> awaitable<void> {
+        const auto publishes = [&] {
+            const auto info = srv.command({"INFO", "commandstats"});
+            const auto at = info.find("cmdstat_publish:calls=");
+            return at == std::string::npos ? 0 : std::stoll(info.substr(at + 22));
+        };
+        BOOST_TEST(srv.command({"CONFIG", "RESETSTAT"}) == "+OK\r\n");
+        corolock::mutex m(conn, "lock:quiet"), other(peer, "lock:quiet");
+        for (int i = 0; i < 20; ++i) {
+            lease l = co_await m.async_acquire();
+            co_await l.async_release();
+        }
+        BOOST_TEST(publishes() == 0); // nobody waited: no message
+        lease held = co_await m.async_acquire();
+        BOOST_TEST(!(co_await other.async_try_acquire()).owns());
+        BOOST_TEST(srv.command({"HEXISTS", "lock:quiet", "w"}) == ":0\r\n"); // a try: no mark
+        error_code waited = asio::error::would_block;
+        lease got;
+        other.async_acquire([&](error_code ec, lease l) {
+            waited = ec;
+            got = std::move(l);
+        });
+        BOOST_TEST(co_await eventually(
+            [&] { return srv.command({"HGET", "lock:quiet", "w"}) == bulk("1"); }, 2s));
+        co_await held.async_release();
+        BOOST_TEST(co_await eventually([&] { return waited != asio::error::would_block; }, 2s));
+        BOOST_TEST(!waited);
+        BOOST_TEST(got.owns());
+        BOOST_TEST(publishes() == 1); // the waiter's message
+        co_await got.async_release();
+        BOOST_TEST(publishes() == 1); // nobody waits any more
+    });
+}
+
 BOOST_FIXTURE_TEST_CASE(force_unlock_frees_and_wakes_waiters, fixture) {
     run([&]() -> awaitable<void> {
         corolock::mutex m(conn, "lock:force", lease_of(3s)), admin(peer, "lock:force");
