@@ -21,6 +21,7 @@ demo_packages=(
 packages=(
     "${demo_packages[@]}" clang-14 libclang-rt-14-dev redis-sentinel iptables iproute2
     wrk curl doxygen postgresql-15 libpq-dev zookeeper libzookeeper-st-dev python3-kazoo
+    python3-redis
 )
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -51,6 +52,7 @@ package_present() {
     libzookeeper-st-dev) [[ -f /usr/include/zookeeper/zookeeper.h ]] &&
         compgen -G '/usr/lib/*/libzookeeper_st.so' >/dev/null ;;
     python3-kazoo) python3 -c 'import kazoo' >/dev/null 2>&1 ;;
+    python3-redis) /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 ;;
     *) return 1 ;;
     esac
 }

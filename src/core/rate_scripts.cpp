@@ -58,14 +58,15 @@ const script& rate_acquire_script() {
     // a Lua double. A TAT stored with another rate (another process's limit) is rounded up to
     // whole microseconds: never earlier than it was.
     static const script s(R"lua(
-local kind = redis.call('TYPE', KEYS[1])['ok']
+local v = redis.pcall('GET', KEYS[1])
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = t[1] * 1000000 + t[2]
 local tq, tr, R = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n, maxw = tonumber(ARGV[6]), tonumber(ARGV[7])
 local tat, rem = now, 0
-if kind ~= 'none' then
-  local v = kind == 'string' and redis.call('GET', KEYS[1]) or ''
+if v then
+  -- A key of another type: GET's WRONGTYPE error, read as no value.
+  if type(v) ~= 'string' then v = '' end
   local a, b, r = string.match(v, '^(%d+):(%d+):(%d+)$')
   if not a then
     return redis.error_reply('WRONGTYPE the key at the limiter name is not a corolock rate limiter')

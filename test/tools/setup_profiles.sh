@@ -7,7 +7,7 @@ root=$1
 fail=0
 demo=$("$root/tools/setup.sh" --list demo)
 all=$("$root/tools/setup.sh" --list)
-for pkg in zookeeper libzookeeper-st-dev postgresql-15 libpq-dev python3-kazoo clang-14 \
+for pkg in zookeeper libzookeeper-st-dev postgresql-15 libpq-dev python3-kazoo python3-redis clang-14 \
     libclang-rt-14-dev doxygen wrk redis-sentinel iptables; do
     if grep -qx -- "$pkg" <<<"$demo"; then
         echo "the demo's set installs $pkg, which the demo never uses" >&2
