@@ -65,8 +65,8 @@ lock_figures run_corolock_lock(const options& o, const target& t) {
                     }
                     note("the cheapest safe cycle, " + std::to_string(k) + " coroutine(s), run " +
                          std::to_string(run + 1));
-                    f.cheapest.push_back(co_await run_loop(
-                        conn, counter, k, false, release_mode::cheapest, o.seconds, run));
+                    f.cheapest.push_back(co_await run_loop(conn, counter, k, false,
+                                                           release_mode::cheapest, o.seconds, run));
                     if (!f.ref_note.empty())
                         continue;
                     note("redis-benchmark -c 1 -P " + std::to_string(k) +

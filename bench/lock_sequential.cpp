@@ -202,10 +202,10 @@ void print_server_work(std::ostream& os, const lock_figures& f) {
         const auto share = f.over_runs(
             k, false, [](const loop_result& r, const depth_reference*) { return bound_share(r); });
         os << "  " << std::setw(10) << k << "  " << std::setw(15) << show_spread(mine, 2) << "  "
-           << std::setw(15) << show_spread(of_cheapest(f, k, server_us), 2) << "  "
-           << std::setw(20) << show_spread(server_work(f, k), 3) << "  " << std::setw(4)
-           << show(mine_busy.median, 2) << " / " << show(of_cheapest(f, k, busy).median, 2)
-           << "       " << show_spread(share, 3) << "\n";
+           << std::setw(15) << show_spread(of_cheapest(f, k, server_us), 2) << "  " << std::setw(20)
+           << show_spread(server_work(f, k), 3) << "  " << std::setw(4) << show(mine_busy.median, 2)
+           << " / " << show(of_cheapest(f, k, busy).median, 2) << "       " << show_spread(share, 3)
+           << "\n";
     }
     for (const int k : uncontended_counts)
         if (!f.runs(f.uncontended, k, false, release_mode::await).empty())
@@ -483,15 +483,13 @@ void json_uncontended(json_line& j, const lock_figures& f) {
         j.num(p + "_errors", errs);
         put(p + "_server_work_ratio", server_work(f, k));
         put(p + "_cheapest_server_cpu_us_per_cycle", of_cheapest(f, k, server_us));
-        put(p + "_cheapest_cycles_per_s", of_cheapest(f, k, [](const loop_result& r) {
-                return r.cycles_per_s();
-            }));
-        put(p + "_server_busy", f.over_runs(k, false, [](const loop_result& r,
-                                                         const depth_reference*) {
-                return busy(r);
-            }));
-        put(p + "_server_bound_share", f.over_runs(k, false, [](const loop_result& r,
-                                                                const depth_reference*) {
+        put(p + "_cheapest_cycles_per_s",
+            of_cheapest(f, k, [](const loop_result& r) { return r.cycles_per_s(); }));
+        put(p + "_server_busy",
+            f.over_runs(k, false,
+                        [](const loop_result& r, const depth_reference*) { return busy(r); }));
+        put(p + "_server_bound_share",
+            f.over_runs(k, false, [](const loop_result& r, const depth_reference*) {
                 return bound_share(r);
             }));
     }

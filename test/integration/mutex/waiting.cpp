@@ -81,7 +81,10 @@ BOOST_FIXTURE_TEST_CASE(a_release_publishes_only_when_someone_waits, fixture) {
             got = std::move(l);
         });
         BOOST_TEST(co_await eventually(
-            [&] { return srv.command({"HGET", "lock:quiet", "w"}) == bulk("1"); }, 2s));
+            [&] {
+                return srv.command({"HGET", "lock:quiet", "w"}) == bulk("1");
+            },
+            2s));
         co_await held.async_release();
         BOOST_TEST(co_await eventually([&] { return waited != asio::error::would_block; }, 2s));
         BOOST_TEST(!waited);
